@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "alloc.h"
+
+/*
+ * The failure hook is process-wide on purpose: it exists for the fault
+ * injection tests only, which run one handle at a time. In normal use it is
+ * a relaxed load of a negative number per allocation.
+ */
+static atomic_long fail_countdown = -1;
+static atomic_long allocations;
+
+static int should_fail(void)
+{
+	atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+	long left = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
+
+	if (left < 0)
+		return 0;
+	if (left == 0) {
+		atomic_store_explicit(&fail_countdown, -1, memory_order_relaxed);
+		return 1;
+	}
+	atomic_store_explicit(&fail_countdown, left - 1, memory_order_relaxed);
+	return 0;
+}
+
+void *fsnw_malloc(size_t size)
+{
+	return should_fail() ? NULL : malloc(size);
+}
+
+void *fsnw_calloc(size_t n, size_t size)
+{
+	return should_fail() ? NULL : calloc(n, size);
+}
+
+void *fsnw_realloc(void *p, size_t size)
+{
+	return should_fail() ? NULL : realloc(p, size);
+}
+
+void fsnw_free(void *p)
+{
+	free(p);
+}
+
+void alloc_fail_after(long n)
+{
+	atomic_store(&allocations, 0);
+	atomic_store(&fail_countdown, n);
+}
+
+long alloc_count(void)
+{
+	return atomic_load(&allocations);
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The watcher handle, shared by the modules that act on it. fsnw.c owns its
+ * life cycle and the lock; every other module runs with the lock held.
+ */
+#ifndef FSNW_HANDLE_H
+#define FSNW_HANDLE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "fsnwatch.h"
+#include "inodes.h"
+#include "list.h"
+#include "queue.h"
+#include "watches.h"
+
+struct fsnw {
+	pthread_mutex_t lock;
+	const struct backend *be;
+	void *be_state;         /* backend private */
+	int kfd;                /* the kernel group fd */
+	int evfd;               /* eventfd: readable while events wait in the queue */
+	int epfd;               /* what fsnw_get_fd returns: kfd and evfd */
+	bool ev_ready;          /* evfd is signalled */
+	uint32_t open_flags;    /* FSNW_OPEN_* */
+	struct watches watches;
+	struct inodes inodes;
+	struct queue *q;
+	struct fsnw_stats st;   /* counters; queue figures are folded in at snapshot */
+	unsigned char *rbuf;    /* kernel read buffer */
+	size_t rbuf_len;
+	int draining;           /* a drain is running: dispatch must not start another */
+	struct list tree_work;  /* directories to watch once the current drain ends */
+	int tree_busy;          /* a walk or the job loop runs: new jobs wait for it */
+	uint32_t unread_ignored; /* our own removes whose IN_IGNORED waits in the kernel */
+	int batch_depth;        /* inside fsnw_add_batch */
+	bool batch_drained;     /* ... and the kernel was drained for it already */
+	bool closing;           /* fsnw_close: closing the fd drops the marks, no syscalls */
+};
+
+/*
+ * Read the kernel group fd and dispatch what it holds into the queue.
+ * complete: keep reading until a read comes back short (everything that was
+ * pending when the call began has been read); otherwise a bounded number of
+ * reads. Then watch the directories trees found meanwhile. The lock is held.
+ */
+int handle_drain(struct fsnw *w, bool complete);
+
+/* The bodies of fsnw_add and fsnw_remove (lock held); batch calls them per item. */
+int handle_add(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags);
+int handle_remove(struct fsnw *w, int wid);
+/* End of a locked entry point: keep the kernel queue and readiness in order. */
+void handle_end_call(struct fsnw *w);
+
+/* Detach a logical watch from the kernel, drop what it has queued, free it. */
+void handle_remove_watch(struct fsnw *w, struct watch *lw, bool park);
+
+/* Queue FSNW_IGNORED for lw and hold its wid until the caller reads it. */
+void handle_watch_gone(struct fsnw *w, struct watch *lw);
+
+#endif

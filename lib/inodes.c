@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "handle.h"
+#include "inodes.h"
+#include "probes.h"
+#include "stats.h"
+#include "tree.h"
+
+/*
+ * Kernel watch life cycle:
+ *   attach (new) -> active -> last link detached -> parked -> revived -> ...
+ *                                                \-> removed (unmark)
+ *   the kernel drops it (IN_IGNORED) at any point -> every link goes.
+ * A kernel watch with a link still being attached (inactive) is never freed
+ * under that link: the attach finishes or undoes it.
+ */
+
+static uint64_t key_hash(const unsigned char *key, size_t len)
+{
+	return hash_bytes(key, len, 0x6b77);
+}
+
+void inodes_init(struct inodes *t, size_t idle_max)
+{
+	htab_init(&t->by_key);
+	list_init(&t->idle);
+	t->nparked = 0;
+	t->idle_max = idle_max;
+}
+
+size_t inodes_count(const struct inodes *t)
+{
+	return t->by_key.count;
+}
+
+static struct kwatch *find(const struct inodes *t, const unsigned char *key, size_t len)
+{
+	struct hnode *n;
+
+	htab_for_each_hash(n, &t->by_key, key_hash(key, len)) {
+		struct kwatch *kw = container_of(n, struct kwatch, node);
+
+		if (kw->keylen == len && memcmp(kw->key, key, len) == 0)
+			return kw;
+	}
+	return NULL;
+}
+
+static void free_links_of(struct hnode *n, void *arg)
+{
+	struct kwatch *kw = container_of(n, struct kwatch, node);
+	struct list *pos, *tmp;
+
+	(void)arg;
+	list_for_each_safe(pos, tmp, &kw->links) {
+		struct link *l = list_entry(pos, struct link, knode);
+
+		strref_put(l->path);
+		fsnw_free(l);
+	}
+}
+
+static void free_kwatch(struct hnode *n, void *arg)
+{
+	(void)arg;
+	fsnw_free(container_of(n, struct kwatch, node));
+}
+
+void inodes_fini(struct inodes *t)
+{
+	htab_for_each(&t->by_key, free_links_of, NULL);
+	htab_for_each(&t->by_key, free_kwatch, NULL);
+	htab_fini(&t->by_key);
+	list_init(&t->idle);
+	t->nparked = 0;
+}
+
+static void kwatch_forget(struct fsnw *w, struct kwatch *kw)
+{
+	htab_remove(&w->inodes.by_key, &kw->node);
+	if (kw->parked) {
+		list_del(&kw->lru);
+		w->inodes.nparked--;
+	}
+	fsnw_free(kw);
+}
+
+/* Remove the kernel mark and the kernel watch. */
+static void kwatch_remove(struct fsnw *w, struct kwatch *kw)
+{
+	if (!w->closing) {
+		uint64_t t0 = stats_start(w);
+
+		w->be->unmark(w, kw);
+		stats_end(&w->st.lat_kernel_unmark, t0);
+		PROBE2(unmark, kw->wd, kw->kmask);
+		w->unread_ignored++;
+	}
+	kwatch_forget(w, kw);
+}
+
+static void kwatch_park(struct fsnw *w, struct kwatch *kw)
+{
+	struct inodes *t = &w->inodes;
+
+	kw->parked = true;
+	list_add(&kw->lru, &t->idle);
+	t->nparked++;
+	w->st.idle_parks++;
+	if (t->nparked > t->idle_max) {
+		struct kwatch *old = list_last(&t->idle, struct kwatch, lru);
+
+		w->st.idle_evictions++;
+		kwatch_remove(w, old);
+	}
+}
+
+static void kwatch_revive(struct fsnw *w, struct kwatch *kw)
+{
+	list_del(&kw->lru);
+	kw->parked = false;
+	w->inodes.nparked--;
+	w->st.idle_revives++;
+}
+
+/* A kernel watch whose last link is gone: park it, remove it, or (dropped) just free it. */
+static void kwatch_unused(struct fsnw *w, struct kwatch *kw, bool park)
+{
+	if (kw->nlinks || kw->parked)
+		return;
+	if (kw->dropped)
+		kwatch_forget(w, kw);
+	else if (park && w->inodes.idle_max)
+		kwatch_park(w, kw);
+	else
+		kwatch_remove(w, kw);
+}
+
+static void link_unlink(struct link *l)
+{
+	list_del(&l->knode);
+	list_del(&l->wnode);
+	l->kw->nlinks--;
+	l->watch->nlinks--;
+	strref_put(l->path);
+	fsnw_free(l);
+}
+
+void inodes_detach(struct fsnw *w, struct link *l, bool park)
+{
+	struct kwatch *kw = l->kw;
+
+	link_unlink(l);
+	kwatch_unused(w, kw, park);
+}
+
+void inodes_undo(struct fsnw *w, struct link *l)
+{
+	struct kwatch *kw = l->kw;
+	bool was_parked = l->origin == LINK_REVIVED;
+
+	link_unlink(l);
+	if (kw->nlinks || kw->parked)
+		return;
+	if (!kw->dropped && was_parked && w->inodes.idle_max) {
+		/* Back into the cache: the revive it made is taken back. */
+		kw->parked = true;
+		list_add(&kw->lru, &w->inodes.idle);
+		w->inodes.nparked++;
+		return;
+	}
+	kwatch_unused(w, kw, false);
+}
+
+/*
+ * An existing kernel watch joined by a watch that does not want
+ * IN_EXCL_UNLINK must lose the flag, which only a replacing add can do.
+ */
+static void clear_excl_unlink(struct fsnw *w, struct kwatch *kw, int dirfd, const char *path,
+			      uint32_t kmask, uint32_t flags)
+{
+	struct kkey again;
+	uint64_t t0 = stats_start(w);
+	int ret;
+
+	ret = w->be->mark(w, dirfd, path, kw->kmask | kmask, flags & ~FSNW_WATCH_EXCL_UNLINK, 1,
+			  &again);
+	stats_end(&w->st.lat_kernel_mark, t0);
+	/* If the path moved to another object meanwhile, the flag stays: the
+	 * cost is events from unlinked children, never a lost event. */
+	if (ret == 0 && again.len == kw->keylen && memcmp(again.bytes, kw->key, kw->keylen) == 0)
+		kw->excl_unlink = false;
+}
+
+int inodes_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
+		  uint32_t kmask, uint32_t flags, struct strref *linkpath, struct link **out)
+{
+	struct kkey key;
+	struct kwatch *kw;
+	struct link *l;
+	bool existed;
+	uint64_t t0;
+	int ret;
+
+	/* The fallible allocations first, so a failure leaves no kernel mark. */
+	l = fsnw_calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	if (htab_reserve(&w->inodes.by_key, 1) < 0) {
+		fsnw_free(l);
+		return -ENOMEM;
+	}
+	t0 = stats_start(w);
+	ret = w->be->mark(w, dirfd, path, kmask, flags, 0, &key);
+	stats_end(&w->st.lat_kernel_mark, t0);
+	if (ret < 0) {
+		fsnw_free(l);
+		return ret;
+	}
+	kw = find(&w->inodes, key.bytes, key.len);
+	existed = kw != NULL;
+	if (!kw) {
+		kw = fsnw_calloc(1, sizeof(*kw) + key.len);
+		if (!kw) {
+			/* Undo the mark we just made; a stack copy carries the key. */
+			union {
+				struct kwatch kw;
+				unsigned char bytes[sizeof(struct kwatch) + KKEY_MAX];
+			} tmp;
+
+			memset(&tmp, 0, sizeof(tmp));
+			tmp.kw.wd = key.wd;
+			tmp.kw.keylen = key.len;
+			memcpy(tmp.kw.key, key.bytes, key.len);
+			w->be->unmark(w, &tmp.kw);
+			w->unread_ignored++;
+			fsnw_free(l);
+			return -ENOMEM;
+		}
+		list_init(&kw->links);
+		list_init(&kw->lru);
+		kw->wd = key.wd;
+		kw->keylen = key.len;
+		memcpy(kw->key, key.bytes, key.len);
+		kw->excl_unlink = flags & FSNW_WATCH_EXCL_UNLINK;
+		htab_insert(&w->inodes.by_key, &kw->node, key_hash(kw->key, kw->keylen));
+		PROBE2(mark, kw->wd, kmask);
+		l->origin = LINK_NEW;
+	} else if (kw->parked) {
+		kwatch_revive(w, kw);
+		l->origin = LINK_REVIVED;
+	} else {
+		w->st.dedup_hits++;
+		l->origin = LINK_SHARED;
+	}
+	if (existed && kw->excl_unlink && !(flags & FSNW_WATCH_EXCL_UNLINK))
+		clear_excl_unlink(w, kw, dirfd, path, kmask, flags);
+	kw->kmask |= kmask;
+
+	l->watch = lw;
+	l->kw = kw;
+	l->path = strref_get(linkpath);
+	l->active = !existed;
+	list_add_tail(&l->knode, &kw->links);
+	list_add_tail(&l->wnode, &lw->links);
+	kw->nlinks++;
+	lw->nlinks++;
+
+	if (existed && !(w->batch_depth && w->batch_drained)) {
+		/* Everything the kernel queued before our mark call predates this
+		 * watch: read it now, while the link is not yet live. In a batch
+		 * once is enough: what comes later is concurrent with the call. */
+		handle_drain(w, true);
+		if (w->batch_depth)
+			w->batch_drained = true;
+	}
+	if (existed) {
+		if (kw->dropped) {
+			/* The object went away during the add. */
+			inodes_detach(w, l, false);
+			return -ENOENT;
+		}
+		l->active = true;
+	}
+	*out = l;
+	return 0;
+}
+
+/*
+ * The kernel dropped the mark (IN_IGNORED): every logical watch on it hears.
+ * Each active link goes (a tree only loses that directory unless it is the
+ * root); a link still being attached stays and its attach fails.
+ */
+static void kwatch_dropped(struct fsnw *w, struct kwatch *kw)
+{
+	struct list *pos, *tmp;
+
+	w->st.kernel_drops++;
+	kw->dropped = true;
+	if (kw->parked) {
+		kwatch_forget(w, kw);
+		return;
+	}
+	kw->nlinks++; /* pinned while its links go */
+	list_for_each_safe(pos, tmp, &kw->links) {
+		struct link *l = list_entry(pos, struct link, knode);
+
+		if (!l->active)
+			continue;
+		if (l->watch->tree && !tree_link_dropped(w, l))
+			continue;
+		handle_watch_gone(w, l->watch);
+	}
+	kw->nlinks--;
+	kwatch_unused(w, kw, false);
+}
+
+void inodes_dispatch(struct fsnw *w, const struct kevent *ev)
+{
+	struct list *pos, *tmp;
+	struct kwatch *kw;
+	bool heard = false;
+
+	w->st.events_read++;
+	if (ev->mask & FSNW_OVERFLOW) {
+		w->st.overflows_kernel++;
+		queue_overflow(w->q);
+		PROBE1(overflow, 1);
+		return;
+	}
+	kw = ev->key ? find(&w->inodes, ev->key, ev->keylen) : NULL;
+	if (!kw || kw->dropped) {
+		w->st.dropped_stale++;
+		return;
+	}
+	if (ev->mask & FSNW_IGNORED) {
+		kwatch_dropped(w, kw);
+		return;
+	}
+	/* Pinned: a oneshot watch may detach the last link while we walk. */
+	kw->nlinks++;
+	list_for_each_safe(pos, tmp, &kw->links) {
+		struct link *l = list_entry(pos, struct link, knode);
+		struct watch *lw = l->watch;
+		uint32_t mask;
+
+		if (!l->active)
+			continue;
+		heard = true;
+		if (lw->tree)
+			tree_note_event(w, l, ev);
+		mask = ev->mask & (lw->mask | FSNW_ISDIR | FSNW_UNMOUNT);
+		if (!(mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT)))
+			continue;
+		if (queue_push(w->q, &lw->qo, l->path, mask, ev->cookie, ev->name, ev->namelen, 0) ==
+		    QUEUE_MERGED)
+			PROBE2(merge, lw->qo.wid, mask);
+		/* A oneshot watch has a single link: l goes, tmp stays valid. */
+		if (lw->flags & FSNW_WATCH_ONESHOT)
+			handle_watch_gone(w, lw);
+	}
+	kw->nlinks--;
+	if (!heard)
+		w->st.dropped_parked++;
+	kwatch_unused(w, kw, true);
+}

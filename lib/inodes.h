@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Kernel watches: one per watched object (inode) in the kernel group, keyed
+ * by the backend's identity. A kernel watch holds the links of every logical
+ * watch on that object and the union of their masks. Adding a logical watch
+ * to an object that already has one creates no kernel mark; removing one
+ * that is not the last makes no syscall; removing the last removes the mark
+ * or parks it in the idle cache. Only this module touches the table.
+ */
+#ifndef FSNW_INODES_H
+#define FSNW_INODES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "htab.h"
+#include "list.h"
+
+struct fsnw;
+struct watch;
+struct link;
+struct strref;
+
+struct kwatch {
+	struct hnode node;
+	struct list links;  /* struct link.knode */
+	size_t nlinks;      /* active or not */
+	uint32_t kmask;     /* event bits the kernel mark has */
+	bool excl_unlink;   /* the kernel mark has IN_EXCL_UNLINK */
+	bool parked;
+	bool dropped;       /* the kernel dropped the mark: never unmark nor park it */
+	struct list lru;    /* in the idle cache, most recently parked first */
+	int wd;             /* inotify watch descriptor, -1 otherwise */
+	uint32_t keylen;
+	unsigned char key[];
+};
+
+struct inodes {
+	struct htab by_key;
+	struct list idle;   /* parked kernel watches, most recent first */
+	size_t nparked;
+	size_t idle_max;
+};
+
+void inodes_init(struct inodes *t, size_t idle_max);
+/* Free every kernel watch. No syscalls: closing the group fd drops the marks. */
+void inodes_fini(struct inodes *t);
+size_t inodes_count(const struct inodes *t);
+
+/*
+ * Attach lw to the object at path (relative to dirfd), reporting linkpath.
+ * The mark costs one syscall; an object already watched gets no new mark.
+ * When the kernel watch already existed (shared or parked), pending kernel
+ * events are drained first so the new link sees nothing older than itself.
+ * On failure nothing changed.
+ */
+int inodes_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
+		  uint32_t kmask, uint32_t flags, struct strref *linkpath, struct link **out);
+
+/*
+ * Detach a link. The last link of a kernel watch parks it (park == true and
+ * room in the idle cache, evicting the least recently parked) or removes it.
+ */
+void inodes_detach(struct fsnw *w, struct link *l, bool park);
+
+/*
+ * Take back an attach that must not stand (batch or tree rollback): the
+ * kernel watch returns to what it was before it, created -> removed,
+ * revived -> parked, shared -> untouched.
+ */
+void inodes_undo(struct fsnw *w, struct link *l);
+
+/* Deliver one decoded kernel event to the logical watches it concerns. */
+void inodes_dispatch(struct fsnw *w, const struct kevent *ev);
+
+#endif

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "handle.h"
+
+/* The public bits are the inotify bits, so masks cross without translation. */
+_Static_assert(FSNW_ACCESS == IN_ACCESS, "FSNW_ACCESS");
+_Static_assert(FSNW_MODIFY == IN_MODIFY, "FSNW_MODIFY");
+_Static_assert(FSNW_ATTRIB == IN_ATTRIB, "FSNW_ATTRIB");
+_Static_assert(FSNW_CLOSE_WRITE == IN_CLOSE_WRITE, "FSNW_CLOSE_WRITE");
+_Static_assert(FSNW_CLOSE_NOWRITE == IN_CLOSE_NOWRITE, "FSNW_CLOSE_NOWRITE");
+_Static_assert(FSNW_OPEN == IN_OPEN, "FSNW_OPEN");
+_Static_assert(FSNW_MOVED_FROM == IN_MOVED_FROM, "FSNW_MOVED_FROM");
+_Static_assert(FSNW_MOVED_TO == IN_MOVED_TO, "FSNW_MOVED_TO");
+_Static_assert(FSNW_CREATE == IN_CREATE, "FSNW_CREATE");
+_Static_assert(FSNW_DELETE == IN_DELETE, "FSNW_DELETE");
+_Static_assert(FSNW_DELETE_SELF == IN_DELETE_SELF, "FSNW_DELETE_SELF");
+_Static_assert(FSNW_MOVE_SELF == IN_MOVE_SELF, "FSNW_MOVE_SELF");
+_Static_assert(FSNW_CLOSE == IN_CLOSE, "FSNW_CLOSE");
+_Static_assert(FSNW_MOVE == IN_MOVE, "FSNW_MOVE");
+_Static_assert(FSNW_ALL_EVENTS == IN_ALL_EVENTS, "FSNW_ALL_EVENTS");
+_Static_assert(FSNW_UNMOUNT == IN_UNMOUNT, "FSNW_UNMOUNT");
+_Static_assert(FSNW_OVERFLOW == IN_Q_OVERFLOW, "FSNW_OVERFLOW");
+_Static_assert(FSNW_IGNORED == IN_IGNORED, "FSNW_IGNORED");
+_Static_assert(FSNW_ISDIR == IN_ISDIR, "FSNW_ISDIR");
+_Static_assert(FSNW_WATCH_ONLYDIR == IN_ONLYDIR, "FSNW_WATCH_ONLYDIR");
+_Static_assert(FSNW_WATCH_DONT_FOLLOW == IN_DONT_FOLLOW, "FSNW_WATCH_DONT_FOLLOW");
+_Static_assert(FSNW_WATCH_EXCL_UNLINK == IN_EXCL_UNLINK, "FSNW_WATCH_EXCL_UNLINK");
+_Static_assert(FSNW_WATCH_ONESHOT == IN_ONESHOT, "FSNW_WATCH_ONESHOT");
+_Static_assert(!(FSNW_SYNTHETIC & (IN_ALL_EVENTS | IN_UNMOUNT | IN_Q_OVERFLOW | IN_IGNORED |
+				   IN_ISDIR | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK |
+				   IN_MASK_ADD | IN_MASK_CREATE | IN_ONESHOT)),
+	       "FSNW_SYNTHETIC is not an inotify bit");
+
+static int inotify_init_group(struct fsnw *w)
+{
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+	w->st.sys_inotify_init++;
+	if (fd < 0)
+		return -errno;
+	w->kfd = fd;
+	return 0;
+}
+
+static void inotify_fini(struct fsnw *w)
+{
+	(void)w;
+}
+
+static int inotify_mark(struct fsnw *w, int dirfd, const char *path, uint32_t mask,
+			uint32_t flags, int replace, struct kkey *key)
+{
+	uint32_t m = (mask & FSNW_ALL_EVENTS) |
+		     (flags & (FSNW_WATCH_ONLYDIR | FSNW_WATCH_DONT_FOLLOW | FSNW_WATCH_EXCL_UNLINK));
+	int wd;
+
+	/* inotify has no *at() form: callers hand it full paths. */
+	if (dirfd != AT_FDCWD)
+		return -EINVAL;
+	if (!replace)
+		m |= IN_MASK_ADD;
+	wd = inotify_add_watch(w->kfd, path, m);
+	w->st.sys_inotify_add_watch++;
+	if (wd < 0)
+		return -errno;
+	key->wd = wd;
+	key->len = sizeof(wd);
+	memcpy(key->bytes, &wd, sizeof(wd));
+	return 0;
+}
+
+static int inotify_unmark(struct fsnw *w, const struct kwatch *kw)
+{
+	int ret = inotify_rm_watch(w->kfd, kw->wd);
+
+	w->st.sys_inotify_rm_watch++;
+	/* EINVAL: the kernel dropped the watch first (its IN_IGNORED is on the
+	 * way). Not an error to anyone. */
+	if (ret < 0 && errno != EINVAL)
+		return -errno;
+	return 0;
+}
+
+size_t inotify_decode(const void *buf, size_t len, kevent_fn fn, void *arg)
+{
+	const unsigned char *p = buf, *end = p + len;
+	size_t n = 0;
+
+	while ((size_t)(end - p) >= sizeof(struct inotify_event)) {
+		struct inotify_event hdr;
+		struct kevent ev;
+		int wd;
+
+		/* The buffer may be unaligned (fuzzing): copy the header out. */
+		memcpy(&hdr, p, sizeof(hdr));
+		p += sizeof(hdr);
+		if (hdr.len > (size_t)(end - p))
+			break;
+		memset(&ev, 0, sizeof(ev));
+		ev.mask = hdr.mask;
+		ev.cookie = hdr.cookie;
+		if (hdr.len) {
+			ev.namelen = strnlen((const char *)p, hdr.len);
+			/* The kernel NUL-pads names; one that fills its record
+			 * without a NUL is not a name we can hand out. */
+			if (ev.namelen == hdr.len)
+				ev.namelen = 0;
+			ev.name = ev.namelen ? (const char *)p : NULL;
+		}
+		p += hdr.len;
+		wd = hdr.wd;
+		if (!(hdr.mask & IN_Q_OVERFLOW)) {
+			ev.key = (const unsigned char *)&wd;
+			ev.keylen = sizeof(wd);
+		}
+		fn(arg, &ev);
+		n++;
+	}
+	return n;
+}
+
+static ssize_t inotify_read(struct fsnw *w, void *buf, size_t len, kevent_fn fn, void *arg)
+{
+	ssize_t n;
+
+	do {
+		n = read(w->kfd, buf, len);
+		w->st.sys_read++;
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	inotify_decode(buf, (size_t)n, fn, arg);
+	return n;
+}
+
+const struct backend inotify_backend = {
+	.id = FSNW_BACKEND_INOTIFY,
+	.name = "inotify",
+	.init = inotify_init_group,
+	.fini = inotify_fini,
+	.mark = inotify_mark,
+	.unmark = inotify_unmark,
+	.read = inotify_read,
+	.max_record = sizeof(struct inotify_event) + NAME_MAX + 1,
+};

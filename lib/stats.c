@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "export.h"
+#include "stats.h"
+
+void stats_hist_add(struct fsnw_histogram *h, uint64_t ns)
+{
+	int b = ns < 2 ? 0 : 63 - __builtin_clzll(ns);
+
+	if (b >= FSNW_HIST_BUCKETS)
+		b = FSNW_HIST_BUCKETS - 1;
+	h->buckets[b]++;
+	h->count++;
+	h->sum_ns += ns;
+	if (ns > h->max_ns)
+		h->max_ns = ns;
+}
+
+FSNW_EXPORT uint64_t fsnw_histogram_quantile(const struct fsnw_histogram *h, double q)
+{
+	uint64_t rank, seen = 0;
+
+	if (!h || !h->count)
+		return 0;
+	if (!(q > 0.0)) /* also NaN */
+		q = 0.0;
+	if (q > 1.0)
+		q = 1.0;
+	/* The smallest rank r with r >= q * count, at least the first sample. */
+	rank = (uint64_t)(q * (double)h->count);
+	if ((double)rank < q * (double)h->count)
+		rank++;
+	if (rank == 0)
+		rank = 1;
+	for (int b = 0; b < FSNW_HIST_BUCKETS; b++) {
+		seen += h->buckets[b];
+		if (seen >= rank) {
+			/* Every sample of bucket b is below 2^(b+1); none is above max. */
+			uint64_t upper = b == FSNW_HIST_BUCKETS - 1 ? UINT64_MAX : (2ULL << b) - 1;
+
+			return upper < h->max_ns ? upper : h->max_ns;
+		}
+	}
+	return h->max_ns;
+}
+
+void stats_snapshot(const struct fsnw *w, struct fsnw_stats *out)
+{
+	const struct queue_counters *c = queue_counters(w->q);
+
+	*out = w->st;
+	out->size = sizeof(*out);
+	out->backend = (uint32_t)w->be->id;
+	out->logical_watches = watches_count(&w->watches);
+	out->kernel_watches = inodes_count(&w->inodes);
+	out->parked_watches = w->inodes.nparked;
+	out->events_queued = c->queued;
+	out->events_delivered = c->delivered;
+	out->events_merged = c->merged;
+	out->dropped_queue_full = c->dropped_full;
+	out->overflows_queue = c->overflows;
+	out->queue_depth = c->depth;
+	out->queue_high_water = c->high_water;
+}
+
+/* The counters, by name, in struct order: the JSON keys are the field names. */
+#define COUNTER(f) { #f, offsetof(struct fsnw_stats, f) }
+static const struct {
+	const char *name;
+	size_t off;
+} counters[] = {
+	COUNTER(logical_watches), COUNTER(kernel_watches), COUNTER(parked_watches),
+	COUNTER(add_calls), COUNTER(remove_calls), COUNTER(dedup_hits), COUNTER(idle_parks),
+	COUNTER(idle_revives), COUNTER(idle_evictions), COUNTER(kernel_drops),
+	COUNTER(sys_inotify_init), COUNTER(sys_inotify_add_watch), COUNTER(sys_inotify_rm_watch),
+	COUNTER(sys_fanotify_init), COUNTER(sys_fanotify_mark), COUNTER(sys_name_to_handle_at),
+	COUNTER(sys_open_by_handle_at), COUNTER(sys_read), COUNTER(sys_poll), COUNTER(sys_eventfd),
+	COUNTER(sys_walk), COUNTER(sys_other),
+	COUNTER(events_read), COUNTER(events_queued), COUNTER(events_delivered),
+	COUNTER(events_merged), COUNTER(events_synthetic), COUNTER(dropped_removed),
+	COUNTER(dropped_parked), COUNTER(dropped_queue_full), COUNTER(dropped_stale),
+	COUNTER(overflows_kernel), COUNTER(overflows_queue), COUNTER(queue_depth),
+	COUNTER(queue_high_water),
+};
+
+#define HISTOGRAM(f) { #f, offsetof(struct fsnw_stats, f) }
+static const struct {
+	const char *name;
+	size_t off;
+} histograms[] = {
+	HISTOGRAM(lat_add), HISTOGRAM(lat_remove), HISTOGRAM(lat_kernel_mark),
+	HISTOGRAM(lat_kernel_unmark), HISTOGRAM(lat_kernel_read),
+};
+
+/* An appender with snprintf rules: it counts what it could not store. */
+struct jbuf {
+	char *buf;
+	size_t len;
+	size_t pos;
+};
+
+__attribute__((format(printf, 2, 3)))
+static void jprintf(struct jbuf *j, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(j->pos < j->len ? j->buf + j->pos : NULL,
+		      j->pos < j->len ? j->len - j->pos : 0, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		j->pos += (size_t)n;
+}
+
+static void json_histogram(struct jbuf *j, const char *name, const struct fsnw_histogram *h)
+{
+	int last = FSNW_HIST_BUCKETS - 1;
+
+	while (last > 0 && !h->buckets[last])
+		last--;
+	jprintf(j, ",\"%s\":{\"count\":%llu,\"sum_ns\":%llu,\"max_ns\":%llu", name,
+		(unsigned long long)h->count, (unsigned long long)h->sum_ns,
+		(unsigned long long)h->max_ns);
+	jprintf(j, ",\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,\"buckets\":[",
+		(unsigned long long)fsnw_histogram_quantile(h, 0.50),
+		(unsigned long long)fsnw_histogram_quantile(h, 0.90),
+		(unsigned long long)fsnw_histogram_quantile(h, 0.99));
+	for (int b = 0; b <= last; b++)
+		jprintf(j, "%s%llu", b ? "," : "", (unsigned long long)h->buckets[b]);
+	jprintf(j, "]}");
+}
+
+int stats_format_json(const struct fsnw_stats *st, char *buf, size_t len)
+{
+	struct jbuf j = { buf, len, 0 };
+	const char *backend = st->backend == FSNW_BACKEND_FANOTIFY ? "fanotify" : "inotify";
+
+	jprintf(&j, "{\"backend\":\"%s\"", backend);
+	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+		uint64_t v;
+
+		memcpy(&v, (const char *)st + counters[i].off, sizeof(v));
+		jprintf(&j, ",\"%s\":%llu", counters[i].name, (unsigned long long)v);
+	}
+	for (size_t i = 0; i < sizeof(histograms) / sizeof(histograms[0]); i++)
+		json_histogram(&j, histograms[i].name,
+			       (const struct fsnw_histogram *)(const void *)((const char *)st +
+									     histograms[i].off));
+	jprintf(&j, "}");
+	if (len && j.pos >= len)
+		buf[len - 1] = '\0';
+	return j.pos > INT_MAX ? -EOVERFLOW : (int)j.pos;
+}

@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: MIT */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "handle.h"
+#include "tree.h"
+
+#define DENTS_BUF 32768
+#define TREE_DEPTH_MAX 2048 /* PATH_MAX ends a tree before this does */
+
+struct tree {
+	struct htab by_path; /* its links, by path */
+	struct link *root;
+	dev_t root_dev;      /* FSNW_WATCH_ONE_FS */
+	uint32_t kmask;      /* the caller's mask and what following directories needs */
+};
+
+/* A directory change seen during a drain, acted on once the drain is over
+ * (attaching inside dispatch would re-enter the kernel read). */
+enum job_kind {
+	JOB_NEW,       /* created: watch it and report what it already holds */
+	JOB_MOVED_IN,  /* moved in from outside: watch it */
+	JOB_MOVED_OUT, /* moved from here: forget it unless its MOVED_TO pairs it */
+	JOB_RENAMED,   /* moved within the tree: its links get the new paths */
+};
+
+struct job {
+	struct list node;
+	struct watch *lw;
+	enum job_kind kind;
+	uint32_t cookie;
+	struct strref *path;    /* the directory (the old path for a rename) */
+	struct strref *newpath; /* JOB_RENAMED */
+};
+
+/* Scratch shared by one walk. */
+struct walk {
+	struct fsnw *w;
+	struct watch *lw;
+	struct tree *t;
+	bool synthetic;
+	unsigned char *dents;
+};
+
+static uint64_t path_hash(const char *s, size_t len)
+{
+	return hash_bytes(s, len, 0x7472);
+}
+
+static struct link *find_link(const struct tree *t, const char *s, size_t len)
+{
+	struct hnode *n;
+
+	htab_for_each_hash(n, &t->by_path, path_hash(s, len)) {
+		struct link *l = container_of(n, struct link, tnode);
+
+		if (l->path->len == len && memcmp(l->path->s, s, len) == 0)
+			return l;
+	}
+	return NULL;
+}
+
+static void index_link(struct tree *t, struct link *l)
+{
+	htab_insert(&t->by_path, &l->tnode, path_hash(l->path->s, l->path->len));
+}
+
+/* A directory reachable twice (bind mounts) is watched once per tree. */
+static bool kw_has_other_link(const struct link *l)
+{
+	struct list *pos;
+
+	for (pos = l->kw->links.next; pos != &l->kw->links; pos = pos->next) {
+		const struct link *o = list_entry(pos, struct link, knode);
+
+		if (o != l && o->watch == l->watch)
+			return true;
+	}
+	return false;
+}
+
+static bool vanished(int err)
+{
+	return err == -ENOENT || err == -ENOTDIR || err == -ELOOP;
+}
+
+/*
+ * Attach one directory of the tree; *out is NULL when it is skipped: gone
+ * already, or reachable twice (bind mounts) and watched once per tree. A
+ * link left at the same path by a directory since replaced gives way.
+ */
+static int attach_dir(struct walk *wk, struct strref *path, uint32_t flags, struct link **out)
+{
+	struct link *l, *stale;
+	int ret;
+
+	*out = NULL;
+	ret = htab_reserve(&wk->t->by_path, 1);
+	if (ret < 0)
+		return ret;
+	ret = inodes_attach(wk->w, wk->lw, AT_FDCWD, path->s, wk->t->kmask,
+			    flags | FSNW_WATCH_ONLYDIR, path, &l);
+	if (ret < 0)
+		return vanished(ret) ? 0 : ret;
+	if (kw_has_other_link(l)) {
+		inodes_undo(wk->w, l);
+		return 0;
+	}
+	stale = find_link(wk->t, path->s, path->len);
+	if (stale && stale != wk->t->root) {
+		htab_remove(&wk->t->by_path, &stale->tnode);
+		inodes_detach(wk->w, stale, false);
+	}
+	index_link(wk->t, l);
+	*out = l;
+	return 0;
+}
+
+static void synthetic_create(struct walk *wk, struct link *l, const char *name, bool isdir)
+{
+	uint32_t mask = FSNW_CREATE | FSNW_SYNTHETIC | (isdir ? FSNW_ISDIR : 0);
+
+	if (!(wk->lw->mask & FSNW_CREATE))
+		return;
+	queue_push(wk->w->q, &wk->lw->qo, l->path, mask, 0, name, strlen(name), 0);
+	wk->w->st.events_synthetic++;
+}
+
+/* Names of the subdirectories of fd, NUL-separated; reports the rest if synthetic. */
+static int read_dir(struct walk *wk, int fd, struct link *l, char **names, size_t *len)
+{
+	size_t cap = 0;
+
+	*names = NULL;
+	*len = 0;
+	for (;;) {
+		ssize_t n = getdents64(fd, wk->dents, DENTS_BUF);
+
+		wk->w->st.sys_walk++;
+		if (n < 0)
+			return errno == ENOENT ? 0 : -errno; /* removed while we read */
+		if (n == 0)
+			return 0;
+		for (ssize_t off = 0; off < n;) {
+			struct dirent64 *d = (struct dirent64 *)(void *)(wk->dents + off);
+			const char *name = d->d_name;
+			bool isdir = d->d_type == DT_DIR;
+
+			off += d->d_reclen;
+			if (!strcmp(name, ".") || !strcmp(name, ".."))
+				continue;
+			if (d->d_type == DT_UNKNOWN) {
+				struct stat st;
+
+				wk->w->st.sys_walk++;
+				if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+					continue; /* vanished */
+				isdir = S_ISDIR(st.st_mode);
+			}
+			if (wk->synthetic)
+				synthetic_create(wk, l, name, isdir);
+			if (!isdir)
+				continue;
+			size_t nl = strlen(name) + 1;
+
+			if (*len + nl > cap) {
+				size_t ncap = cap ? cap * 2 : 256;
+				char *p;
+
+				while (ncap < *len + nl)
+					ncap *= 2;
+				p = fsnw_realloc(*names, ncap);
+				if (!p)
+					return -ENOMEM;
+				*names = p;
+				cap = ncap;
+			}
+			memcpy(*names + *len, name, nl);
+			*len += nl;
+		}
+	}
+}
+
+/*
+ * Watch the directory `name` under parentfd (path is its full path) and,
+ * depth first, everything below it. Entries that vanish are skipped.
+ */
+static int walk(struct walk *wk, int parentfd, const char *name, struct strref *path,
+		uint32_t flags, int depth)
+{
+	char *names = NULL;
+	size_t len = 0;
+	struct link *l;
+	int fd, ret;
+
+	if (depth > TREE_DEPTH_MAX)
+		return -ELOOP;
+	fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+				    (depth || (flags & FSNW_WATCH_DONT_FOLLOW) ? O_NOFOLLOW : 0));
+	wk->w->st.sys_walk++;
+	if (fd < 0)
+		return depth && vanished(-errno) ? 0 : -errno;
+	if (wk->lw->flags & FSNW_WATCH_ONE_FS) {
+		struct stat st;
+
+		wk->w->st.sys_walk++;
+		if (fstat(fd, &st) < 0) {
+			ret = -errno;
+			goto out;
+		}
+		if (!depth)
+			wk->t->root_dev = st.st_dev;
+		else if (st.st_dev != wk->t->root_dev) {
+			ret = 0;
+			goto out;
+		}
+	}
+	ret = attach_dir(wk, path, depth ? FSNW_WATCH_DONT_FOLLOW : flags, &l);
+	if (ret < 0 || !l) {
+		/* The root must be watched; a subdirectory may vanish. */
+		if (!depth && !ret)
+			ret = -ENOENT;
+		goto out;
+	}
+	if (!depth)
+		wk->t->root = l;
+	ret = read_dir(wk, fd, l, &names, &len);
+	for (size_t off = 0; ret == 0 && off < len; off += strlen(names + off) + 1) {
+		struct strref *sub = strref_join(path, names + off, strlen(names + off));
+
+		if (!sub) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = walk(wk, fd, names + off, sub, flags, depth + 1);
+		strref_put(sub);
+	}
+out:
+	fsnw_free(names);
+	close(fd);
+	wk->w->st.sys_walk++;
+	return ret;
+}
+
+static int walk_from(struct fsnw *w, struct watch *lw, int parentfd, const char *name,
+		     struct strref *path, bool synthetic, int depth)
+{
+	struct walk wk = { w, lw, lw->tree, synthetic, NULL };
+	int ret;
+
+	wk.dents = fsnw_malloc(DENTS_BUF);
+	if (!wk.dents)
+		return -ENOMEM;
+	ret = walk(&wk, parentfd, name, path, lw->flags & FSNW_WATCH_DONT_FOLLOW, depth);
+	fsnw_free(wk.dents);
+	return ret;
+}
+
+static void unindex_and_detach(struct fsnw *w, struct tree *t, struct link *l, bool park)
+{
+	htab_remove(&t->by_path, &l->tnode);
+	if (t->root == l)
+		t->root = NULL;
+	inodes_detach(w, l, park);
+}
+
+static void cancel_jobs(struct fsnw *w, const struct watch *lw)
+{
+	struct list *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &w->tree_work) {
+		struct job *j = list_entry(pos, struct job, node);
+
+		if (j->lw != lw)
+			continue;
+		list_del(&j->node);
+		strref_put(j->path);
+		strref_put(j->newpath);
+		fsnw_free(j);
+	}
+}
+
+void tree_remove(struct fsnw *w, struct watch *lw, bool park)
+{
+	struct tree *t = lw->tree;
+	struct list *pos, *tmp;
+
+	if (!t)
+		return;
+	cancel_jobs(w, lw);
+	list_for_each_safe(pos, tmp, &lw->links)
+		unindex_and_detach(w, t, list_entry(pos, struct link, wnode), park);
+	htab_fini(&t->by_path);
+	fsnw_free(t);
+	lw->tree = NULL;
+}
+
+/* Undo a tree add exactly: created marks go, revived ones park again. */
+void tree_undo(struct fsnw *w, struct watch *lw)
+{
+	struct tree *t = lw->tree;
+	struct list *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &lw->links) {
+		struct link *l = list_entry(pos, struct link, wnode);
+
+		htab_remove(&t->by_path, &l->tnode);
+		inodes_undo(w, l);
+	}
+	t->root = NULL;
+	tree_remove(w, lw, false);
+}
+
+int tree_add(struct fsnw *w, struct watch *lw)
+{
+	struct tree *t = fsnw_calloc(1, sizeof(*t));
+	int ret;
+
+	if (!t)
+		return -ENOMEM;
+	htab_init(&t->by_path);
+	t->kmask = lw->mask | TREE_KMASK;
+	lw->tree = t;
+	/* Directory changes seen by drains during the walk wait for its end. */
+	w->tree_busy++;
+	ret = walk_from(w, lw, AT_FDCWD, lw->path->s, lw->path, false, 0);
+	w->tree_busy--;
+	if (ret < 0) {
+		tree_undo(w, lw);
+		return ret;
+	}
+	tree_process_pending(w);
+	return 0;
+}
+
+bool tree_link_dropped(struct fsnw *w, struct link *l)
+{
+	struct tree *t = l->watch->tree;
+
+	if (t->root == l)
+		return true;
+	unindex_and_detach(w, t, l, false);
+	return false;
+}
+
+static void add_job(struct fsnw *w, struct watch *lw, enum job_kind kind, uint32_t cookie,
+		    struct strref *path)
+{
+	struct job *j = fsnw_calloc(1, sizeof(*j));
+
+	if (!j) {
+		/* A directory we cannot follow means events we will not see. */
+		strref_put(path);
+		queue_overflow(w->q);
+		return;
+	}
+	j->lw = lw;
+	j->kind = kind;
+	j->cookie = cookie;
+	j->path = path;
+	list_add_tail(&j->node, &w->tree_work);
+}
+
+static struct job *find_moved_out(struct fsnw *w, const struct watch *lw, uint32_t cookie)
+{
+	struct list *pos;
+
+	for (pos = w->tree_work.next; pos != &w->tree_work; pos = pos->next) {
+		struct job *j = list_entry(pos, struct job, node);
+
+		if (j->lw == lw && j->kind == JOB_MOVED_OUT && j->cookie == cookie)
+			return j;
+	}
+	return NULL;
+}
+
+void tree_note_event(struct fsnw *w, struct link *l, const struct kevent *ev)
+{
+	struct strref *path;
+	struct job *from;
+
+	if (!ev->name || !(ev->mask & FSNW_ISDIR) ||
+	    !(ev->mask & (FSNW_CREATE | FSNW_MOVED_FROM | FSNW_MOVED_TO)))
+		return;
+	path = strref_join(l->path, ev->name, ev->namelen);
+	if (!path) {
+		queue_overflow(w->q);
+		return;
+	}
+	if (ev->mask & FSNW_CREATE) {
+		add_job(w, l->watch, JOB_NEW, 0, path);
+	} else if (ev->mask & FSNW_MOVED_FROM) {
+		add_job(w, l->watch, JOB_MOVED_OUT, ev->cookie, path);
+	} else if ((from = find_moved_out(w, l->watch, ev->cookie)) != NULL) {
+		from->kind = JOB_RENAMED;
+		from->newpath = path;
+	} else {
+		add_job(w, l->watch, JOB_MOVED_IN, 0, path);
+	}
+}
+
+static bool under(const struct strref *p, const struct strref *dir)
+{
+	return p->len >= dir->len && memcmp(p->s, dir->s, dir->len) == 0 &&
+	       (p->len == dir->len || p->s[dir->len] == '/');
+}
+
+static void forget_subtree(struct fsnw *w, struct watch *lw, const struct strref *dir)
+{
+	struct list *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &lw->links) {
+		struct link *l = list_entry(pos, struct link, wnode);
+
+		if (l != lw->tree->root && under(l->path, dir))
+			unindex_and_detach(w, lw->tree, l, true);
+	}
+}
+
+/* Give every link at or below `from` its path under `to`. */
+static void rename_subtree(struct fsnw *w, struct watch *lw, const struct strref *from,
+			   const struct strref *to)
+{
+	struct tree *t = lw->tree;
+	struct list *pos;
+
+	for (pos = lw->links.next; pos != &lw->links; pos = pos->next) {
+		struct link *l = list_entry(pos, struct link, wnode);
+		struct strref *np;
+
+		if (l == t->root || !under(l->path, from))
+			continue;
+		np = strref_rebase(l->path, from->len, to);
+		if (!np) {
+			queue_overflow(w->q);
+			continue;
+		}
+		htab_remove(&t->by_path, &l->tnode);
+		strref_put(l->path);
+		l->path = np;
+		index_link(t, l);
+	}
+}
+
+static void watch_new_dir(struct fsnw *w, struct watch *lw, struct strref *path, bool synthetic)
+{
+	int ret;
+
+	ret = walk_from(w, lw, AT_FDCWD, path->s, path, synthetic, 1);
+	if (ret < 0 && !vanished(ret))
+		/* Events below it will be missed: say so. */
+		queue_overflow(w->q);
+}
+
+void tree_process_pending(struct fsnw *w)
+{
+	/* A walk may attach onto a shared kernel watch, which drains, which
+	 * may queue more jobs: the outer loop takes them. */
+	if (w->tree_busy)
+		return;
+	w->tree_busy++;
+	while (!list_empty(&w->tree_work)) {
+		struct job *j = list_first(&w->tree_work, struct job, node);
+
+		list_del(&j->node);
+		switch (j->kind) {
+		case JOB_NEW:
+		case JOB_MOVED_IN:
+			watch_new_dir(w, j->lw, j->path, j->kind == JOB_NEW);
+			break;
+		case JOB_MOVED_OUT:
+			forget_subtree(w, j->lw, j->path);
+			break;
+		case JOB_RENAMED:
+			rename_subtree(w, j->lw, j->path, j->newpath);
+			break;
+		}
+		strref_put(j->path);
+		strref_put(j->newpath);
+		fsnw_free(j);
+	}
+	w->tree_busy--;
+}

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test-common.h"
+
+struct fsnw *test_open(uint32_t flags, uint32_t capacity, uint32_t idle)
+{
+	struct fsnw_options o = {
+		.size = sizeof(o),
+		.backend = test_backend,
+		.flags = flags,
+		.queue_capacity = capacity,
+		.idle_watches = idle,
+	};
+	struct fsnw *w = NULL;
+	int ret = fsnw_open(&w, &o);
+
+	ck_assert_msg(ret == 0, "fsnw_open: %s", strerror(-ret));
+	return w;
+}
+
+char *tmpdir_make(void)
+{
+	char tmpl[] = "/dev/shm/fsnw-test-XXXXXX";
+	char *d = mkdtemp(tmpl);
+
+	if (!d) {
+		char alt[] = "/tmp/fsnw-test-XXXXXX";
+
+		d = mkdtemp(alt);
+		ck_assert_msg(d != NULL, "mkdtemp: %s", strerror(errno));
+		return strdup(d);
+	}
+	return strdup(d);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP || flag == FTW_D)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+void tmpdir_remove(char *dir)
+{
+	if (!dir)
+		return;
+	nftw(dir, rm_one, 32, FTW_DEPTH | FTW_PHYS);
+	free(dir);
+}
+
+const char *pjoin(char *buf, const char *dir, const char *name)
+{
+	snprintf(buf, PATH_MAX, "%s/%s", dir, name);
+	return buf;
+}
+
+void touch(const char *dir, const char *name)
+{
+	char p[PATH_MAX];
+	int fd = open(pjoin(p, dir, name), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+	ck_assert_msg(fd >= 0, "create %s: %s", p, strerror(errno));
+	close(fd);
+}
+
+void write_bytes(const char *dir, const char *name, const char *s)
+{
+	char p[PATH_MAX];
+	int fd = open(pjoin(p, dir, name), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+
+	ck_assert_msg(fd >= 0, "open %s: %s", p, strerror(errno));
+	ck_assert_int_eq(write(fd, s, strlen(s)), (ssize_t)strlen(s));
+	close(fd);
+}
+
+void make_dir(const char *dir, const char *name)
+{
+	char p[PATH_MAX];
+
+	ck_assert_msg(mkdir(pjoin(p, dir, name), 0755) == 0, "mkdir %s: %s", p, strerror(errno));
+}
+
+int collect(struct fsnw *w, struct ev **out, int max, int quiet_ms)
+{
+	struct ev *evs = calloc((size_t)max, sizeof(*evs));
+	struct fsnw_event buf[64];
+	int n = 0;
+
+	ck_assert_ptr_nonnull(evs);
+	while (n < max) {
+		size_t want = (size_t)(max - n) < 64 ? (size_t)(max - n) : 64;
+		int got = fsnw_read(w, buf, want, quiet_ms);
+
+		ck_assert_msg(got >= 0, "fsnw_read: %s", strerror(-got));
+		if (got == 0)
+			break;
+		for (int i = 0; i < got; i++) {
+			struct ev *e = &evs[n++];
+
+			e->wid = buf[i].wid;
+			e->mask = buf[i].mask;
+			e->cookie = buf[i].cookie;
+			e->count = buf[i].count;
+			if (buf[i].path)
+				snprintf(e->path, sizeof(e->path), "%s", buf[i].path);
+			e->has_name = buf[i].name != NULL;
+			if (buf[i].name)
+				snprintf(e->name, sizeof(e->name), "%s", buf[i].name);
+		}
+	}
+	*out = evs;
+	return n;
+}
+
+void evs_free(struct ev *evs)
+{
+	free(evs);
+}
+
+static bool matches(const struct ev *e, int wid, uint32_t mask, const char *name)
+{
+	if (wid >= 0 && e->wid != wid)
+		return false;
+	if ((e->mask & mask) != mask)
+		return false;
+	if (name && (!e->has_name || strcmp(e->name, name)))
+		return false;
+	return true;
+}
+
+int find_ev(const struct ev *evs, int n, int from, int wid, uint32_t mask, const char *name)
+{
+	for (int i = from; i < n; i++)
+		if (matches(&evs[i], wid, mask, name))
+			return i;
+	return -1;
+}
+
+int count_ev(const struct ev *evs, int n, int wid, uint32_t mask, const char *name)
+{
+	int c = 0;
+
+	for (int i = 0; i < n; i++)
+		c += matches(&evs[i], wid, mask, name);
+	return c;
+}
+
+void dump_evs(const struct ev *evs, int n)
+{
+	for (int i = 0; i < n; i++)
+		fprintf(stderr, "  [%d] wid %d mask %#x cookie %u count %u path %s name %s\n", i,
+			evs[i].wid, evs[i].mask, evs[i].cookie, evs[i].count, evs[i].path,
+			evs[i].has_name ? evs[i].name : "(none)");
+}
+
+struct fsnw_stats stats_of(struct fsnw *w)
+{
+	struct fsnw_stats st;
+
+	memset(&st, 0, sizeof(st));
+	st.size = sizeof(st);
+	ck_assert_int_eq(fsnw_get_stats(w, &st), 0);
+	return st;
+}
+
+int fd_count(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1; /* the one opendir holds */
+}

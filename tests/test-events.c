@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Event behaviour through the library. These suites run once per backend
+ * (meson passes --backend), so the same expectations hold for both.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test-common.h"
+
+START_TEST(file_events)
+{
+	struct fsnw *w = test_open(FSNW_OPEN_NO_MERGE, 0, 0);
+	char *dir = tmpdir_make();
+	char p[PATH_MAX], buf[4];
+	struct ev *evs;
+	int wid, n, fd;
+
+	touch(dir, "f");
+	wid = fsnw_add(w, pjoin(p, dir, "f"), FSNW_ALL_EVENTS, 0);
+	ck_assert_int_gt(wid, 0);
+	fd = open(p, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "x", 1), 1);
+	ck_assert_int_eq(pread(fd, buf, 1, 0), 1);
+	close(fd);
+	ck_assert_int_eq(chmod(p, 0600), 0);
+	n = collect(w, &evs, 32, 300);
+	dump_evs(evs, n);
+	ck_assert_int_eq(n, 5);
+	ck_assert_uint_eq(evs[0].mask, FSNW_OPEN);
+	ck_assert_uint_eq(evs[1].mask, FSNW_MODIFY);
+	ck_assert_uint_eq(evs[2].mask, FSNW_ACCESS);
+	ck_assert_uint_eq(evs[3].mask, FSNW_CLOSE_WRITE);
+	ck_assert_uint_eq(evs[4].mask, FSNW_ATTRIB);
+	for (int i = 0; i < n; i++) {
+		ck_assert_int_eq(evs[i].wid, wid);
+		ck_assert_str_eq(evs[i].path, p);
+		ck_assert(!evs[i].has_name);
+		ck_assert_uint_eq(evs[i].count, 1);
+	}
+	evs_free(evs);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+START_TEST(dir_events)
+{
+	struct fsnw *w = test_open(FSNW_OPEN_NO_MERGE, 0, 0);
+	char *dir = tmpdir_make();
+	char a[PATH_MAX], b[PATH_MAX];
+	struct ev *evs;
+	int wid, n, i;
+
+	wid = fsnw_add(w, dir, FSNW_CREATE | FSNW_DELETE | FSNW_MOVE | FSNW_ATTRIB, 0);
+	ck_assert_int_gt(wid, 0);
+	touch(dir, "a");
+	make_dir(dir, "sub");
+	ck_assert_int_eq(rename(pjoin(a, dir, "a"), pjoin(b, dir, "b")), 0);
+	ck_assert_int_eq(unlink(b), 0);
+	ck_assert_int_eq(rmdir(pjoin(a, dir, "sub")), 0);
+	n = collect(w, &evs, 32, 300);
+	dump_evs(evs, n);
+	ck_assert_int_eq(n, 6);
+	i = find_ev(evs, n, 0, wid, FSNW_CREATE, "a");
+	ck_assert_int_eq(i, 0);
+	ck_assert_int_eq(find_ev(evs, n, 0, wid, FSNW_CREATE | FSNW_ISDIR, "sub"), 1);
+	ck_assert_uint_eq(evs[2].mask, FSNW_MOVED_FROM);
+	ck_assert_str_eq(evs[2].name, "a");
+	ck_assert_uint_eq(evs[3].mask, FSNW_MOVED_TO);
+	ck_assert_str_eq(evs[3].name, "b");
+	ck_assert_uint_ne(evs[2].cookie, 0);
+	ck_assert_uint_eq(evs[2].cookie, evs[3].cookie);
+	ck_assert_int_eq(find_ev(evs, n, 0, wid, FSNW_DELETE, "b"), 4);
+	ck_assert_int_eq(find_ev(evs, n, 0, wid, FSNW_DELETE | FSNW_ISDIR, "sub"), 5);
+	for (i = 0; i < n; i++) {
+		ck_assert_str_eq(evs[i].path, dir);
+		ck_assert_uint_eq(evs[i].cookie != 0, (evs[i].mask & FSNW_MOVE) != 0);
+	}
+	evs_free(evs);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+START_TEST(delete_self_then_ignored)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char p[PATH_MAX];
+	struct ev *evs;
+	int a, b, n;
+
+	touch(dir, "f");
+	a = fsnw_add(w, pjoin(p, dir, "f"), FSNW_DELETE_SELF | FSNW_ATTRIB, 0);
+	b = fsnw_add(w, p, FSNW_MODIFY, 0); /* same inode, does not ask for DELETE_SELF */
+	ck_assert_int_gt(a, 0);
+	ck_assert_int_gt(b, 0);
+	ck_assert_int_eq(unlink(p), 0);
+	n = collect(w, &evs, 32, 300);
+	dump_evs(evs, n);
+	/* a: ATTRIB (link count), DELETE_SELF, IGNORED. b: IGNORED only. */
+	ck_assert_int_eq(count_ev(evs, n, a, FSNW_DELETE_SELF, NULL), 1);
+	ck_assert_int_eq(count_ev(evs, n, a, FSNW_IGNORED, NULL), 1);
+	ck_assert_int_eq(count_ev(evs, n, b, FSNW_IGNORED, NULL), 1);
+	ck_assert_int_eq(count_ev(evs, n, b, 0, NULL), 1);
+	ck_assert_int_lt(find_ev(evs, n, 0, a, FSNW_DELETE_SELF, NULL),
+			 find_ev(evs, n, 0, a, FSNW_IGNORED, NULL));
+	/* IGNORED was the last event of each wid, and the wids are released. */
+	ck_assert_int_eq(find_ev(evs, n, find_ev(evs, n, 0, a, FSNW_IGNORED, NULL) + 1, a, 0, NULL),
+			 -1);
+	ck_assert_int_eq(fsnw_remove(w, a), -ENOENT);
+	ck_assert_int_eq(fsnw_remove(w, b), -ENOENT);
+	ck_assert_uint_eq(stats_of(w).logical_watches, 0);
+	ck_assert_uint_eq(stats_of(w).kernel_watches, 0);
+	evs_free(evs);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+START_TEST(own_mask_only)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char p[PATH_MAX];
+	struct ev *evs;
+	int a, b, n;
+
+	touch(dir, "f");
+	a = fsnw_add(w, pjoin(p, dir, "f"), FSNW_MODIFY, 0);
+	b = fsnw_add(w, p, FSNW_ATTRIB, 0);
+	write_bytes(dir, "f", "x");
+	ck_assert_int_eq(chmod(p, 0600), 0);
+	n = collect(w, &evs, 32, 300);
+	dump_evs(evs, n);
+	ck_assert_int_eq(n, 2);
+	ck_assert_int_eq(count_ev(evs, n, a, FSNW_MODIFY, NULL), 1);
+	ck_assert_int_eq(count_ev(evs, n, b, FSNW_ATTRIB, NULL), 1);
+	evs_free(evs);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+START_TEST(nothing_after_remove)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	struct ev *evs;
+	struct fsnw_event ev[4];
+	int a, b, n;
+
+	a = fsnw_add(w, dir, FSNW_CREATE, 0);
+	b = fsnw_add(w, dir, FSNW_CREATE, 0);
+	touch(dir, "before");
+	/* Pull the event into user space, then remove: it must not come out. */
+	ck_assert_int_eq(fsnw_pump(w), 2);
+	ck_assert_int_eq(fsnw_remove(w, a), 0);
+	touch(dir, "after"); /* still in the kernel when a goes... */
+	ck_assert_int_eq(fsnw_remove(w, b), 0);
+	n = collect(w, &evs, 16, 300);
+	dump_evs(evs, n);
+	ck_assert_int_eq(n, 0);
+	ck_assert_int_eq(fsnw_read(w, ev, 4, 0), 0);
+	ck_assert_uint_eq(stats_of(w).dropped_removed, 2);
+	evs_free(evs);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+START_TEST(remove_after_kernel_drop)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char p[PATH_MAX];
+	struct ev *evs;
+	int wid, n;
+
+	touch(dir, "f");
+	wid = fsnw_add(w, pjoin(p, dir, "f"), FSNW_ALL_EVENTS, 0);
+	ck_assert_int_eq(unlink(p), 0);
+	/* The kernel has dropped the watch; its IN_IGNORED is unread. Removing
+	 * it races that drop and must still succeed. */
+	ck_assert_int_eq(fsnw_remove(w, wid), 0);
+	n = collect(w, &evs, 16, 300);
+	ck_assert_int_eq(count_ev(evs, n, wid, 0, NULL), 0);
+	/* Pumped first, then removed: the queued IGNORED goes too. */
+	touch(dir, "g");
+	wid = fsnw_add(w, pjoin(p, dir, "g"), FSNW_ALL_EVENTS, 0);
+	ck_assert_int_eq(unlink(p), 0);
+	ck_assert_int_gt(fsnw_pump(w), 0);
+	ck_assert_int_eq(fsnw_remove(w, wid), 0);
+	evs_free(evs);
+	n = collect(w, &evs, 16, 300);
+	ck_assert_int_eq(n, 0);
+	ck_assert_uint_eq(stats_of(w).logical_watches, 0);
+	ck_assert_uint_eq(stats_of(w).kernel_watches, 0);
+	evs_free(evs);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+START_TEST(oneshot)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char p[PATH_MAX];
+	struct ev *evs;
+	int once, keep, n;
+
+	touch(dir, "f");
+	once = fsnw_add(w, pjoin(p, dir, "f"), FSNW_MODIFY, FSNW_WATCH_ONESHOT);
+	keep = fsnw_add(w, p, FSNW_MODIFY, 0);
+	write_bytes(dir, "f", "1");
+	ck_assert_int_gt(fsnw_pump(w), 0);
+	write_bytes(dir, "f", "2");
+	n = collect(w, &evs, 16, 300);
+	dump_evs(evs, n);
+	ck_assert_int_eq(count_ev(evs, n, once, FSNW_MODIFY, NULL), 1);
+	ck_assert_int_eq(count_ev(evs, n, once, FSNW_IGNORED, NULL), 1);
+	ck_assert_int_eq(count_ev(evs, n, keep, FSNW_MODIFY, NULL), 1);
+	ck_assert_uint_eq(evs[find_ev(evs, n, 0, keep, FSNW_MODIFY, NULL)].count, 2);
+	ck_assert_int_eq(fsnw_remove(w, once), -ENOENT);
+	ck_assert_uint_eq(stats_of(w).kernel_watches, 1);
+	evs_free(evs);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+/*
+ * Fill the kernel queue without reading: alternating writes and reads make
+ * MODIFY, ACCESS, MODIFY, ... which the kernel cannot merge.
+ */
+START_TEST(kernel_overflow)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char p[PATH_MAX], c;
+	struct ev *evs;
+	int wid, n, fd, max_events = 16384;
+	FILE *f = fopen("/proc/sys/fs/inotify/max_queued_events", "r");
+
+	if (f) {
+		ck_assert_int_eq(fscanf(f, "%d", &max_events), 1);
+		fclose(f);
+	}
+	touch(dir, "f");
+	wid = fsnw_add(w, pjoin(p, dir, "f"), FSNW_MODIFY | FSNW_ACCESS, 0);
+	fd = open(p, O_RDWR);
+	for (int i = 0; i < max_events; i++) {
+		ck_assert_int_eq(pwrite(fd, "x", 1, 0), 1);
+		ck_assert_int_eq(pread(fd, &c, 1, 0), 1);
+	}
+	close(fd);
+	n = collect(w, &evs, 64, 300);
+	dump_evs(evs, n);
+	ck_assert_int_eq(count_ev(evs, n, 0, FSNW_OVERFLOW, NULL), 1);
+	ck_assert_uint_eq(evs[n - 1].mask, FSNW_OVERFLOW);
+	ck_assert_int_eq(evs[n - 1].wid, 0);
+	ck_assert_int_eq(count_ev(evs, n, wid, FSNW_MODIFY, NULL), 1);
+	ck_assert_int_eq(count_ev(evs, n, wid, FSNW_ACCESS, NULL), 1);
+	ck_assert_uint_eq(stats_of(w).overflows_kernel, 1);
+	evs_free(evs);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+TEST_SUITE(events)
+{
+	Suite *s = suite_create("events");
+
+	ADD_TEST(s, file_events);
+	ADD_TEST(s, dir_events);
+	ADD_TEST(s, delete_self_then_ignored);
+	ADD_TEST(s, own_mask_only);
+	ADD_TEST(s, nothing_after_remove);
+	ADD_TEST(s, remove_after_kernel_drop);
+	ADD_TEST(s, oneshot);
+	ADD_TEST(s, kernel_overflow);
+	return s;
+}
