@@ -103,9 +103,14 @@ struct hnode *htab_next(const struct hnode *n, uint64_t hash)
 
 void htab_for_each(const struct htab *t, void (*fn)(struct hnode *n, void *arg), void *arg)
 {
-	for (size_t i = 0; i < t->nbuckets; i++)
-		for (struct hnode *n = t->buckets[i]; n; n = n->next)
+	for (size_t i = 0; i < t->nbuckets; i++) {
+		struct hnode *n = t->buckets[i], *next;
+
+		for (; n; n = next) {
+			next = n->next;
 			fn(n, arg);
+		}
+	}
 }
 
 uint64_t hash_bytes(const void *p, size_t len, uint64_t seed)

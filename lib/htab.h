@@ -39,7 +39,8 @@ struct hnode *htab_next(const struct hnode *n, uint64_t hash);
 #define htab_for_each_hash(pos, t, h) \
 	for ((pos) = htab_first((t), (h)); (pos); (pos) = htab_next((pos), (h)))
 
-/* Visit every node; the callback may not change the table. */
+/* Visit every node; fn may free the node it is given (the table is being
+ * torn down) but must not otherwise change the table. */
 void htab_for_each(const struct htab *t, void (*fn)(struct hnode *n, void *arg), void *arg);
 
 static inline uint64_t hash_u64(uint64_t x)

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/* fsnw_add_batch / fsnw_remove_batch. */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test-common.h"
+
+START_TEST(per_item_results)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char p[3][PATH_MAX];
+	struct fsnw_batch_item items[4];
+	int results[5], wids[5];
+
+	touch(dir, "a");
+	touch(dir, "b");
+	items[0] = (struct fsnw_batch_item){ pjoin(p[0], dir, "a"), FSNW_MODIFY, 0, 0 };
+	items[1] = (struct fsnw_batch_item){ pjoin(p[1], dir, "missing"), FSNW_MODIFY, 0, 0 };
+	items[2] = (struct fsnw_batch_item){ pjoin(p[2], dir, "b"), 0, 0, 0 };
+	items[3] = (struct fsnw_batch_item){ dir, FSNW_CREATE, 0, 0 };
+	ck_assert_int_eq(fsnw_add_batch(w, items, 4, 0), 2);
+	ck_assert_int_gt(items[0].result, 0);
+	ck_assert_int_eq(items[1].result, -ENOENT);
+	ck_assert_int_eq(items[2].result, -EINVAL);
+	ck_assert_int_gt(items[3].result, 0);
+	ck_assert_uint_eq(stats_of(w).logical_watches, 2);
+	ck_assert_uint_eq(stats_of(w).add_calls, 4);
+
+	wids[0] = items[0].result;
+	wids[1] = 99999;
+	wids[2] = items[3].result;
+	wids[3] = 0;
+	wids[4] = items[0].result; /* twice in one batch: the second is gone */
+	ck_assert_int_eq(fsnw_remove_batch(w, wids, 5, results), 2);
+	ck_assert_int_eq(results[0], 0);
+	ck_assert_int_eq(results[1], -ENOENT);
+	ck_assert_int_eq(results[2], 0);
+	ck_assert_int_eq(results[3], -EINVAL);
+	ck_assert_int_eq(results[4], -ENOENT);
+	ck_assert_int_eq(fsnw_remove_batch(w, wids, 1, NULL), 0);
+	ck_assert_uint_eq(stats_of(w).logical_watches, 0);
+	ck_assert_uint_eq(stats_of(w).kernel_watches, 0);
+
+	ck_assert_int_eq(fsnw_add_batch(w, NULL, 0, 0), 0);
+	ck_assert_int_eq(fsnw_add_batch(w, NULL, 1, 0), -EINVAL);
+	ck_assert_int_eq(fsnw_add_batch(w, items, 1, 0x10), -EINVAL);
+	ck_assert_int_eq(fsnw_remove_batch(w, NULL, 1, NULL), -EINVAL);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+START_TEST(atomic_rollback)
+{
+	struct fsnw *w = test_open(0, 0, 4);
+	char *dir = tmpdir_make();
+	char p[4][PATH_MAX];
+	struct fsnw_batch_item items[5];
+	struct fsnw_stats before, after;
+	int keep, parked;
+
+	touch(dir, "a");
+	touch(dir, "b");
+	touch(dir, "c");
+	make_dir(dir, "t");
+	/* Prior state: a is watched (shared by the batch), b is parked
+	 * (revived by the batch), c is new. */
+	keep = fsnw_add(w, pjoin(p[0], dir, "a"), FSNW_MODIFY, 0);
+	parked = fsnw_add(w, pjoin(p[1], dir, "b"), FSNW_MODIFY, 0);
+	ck_assert_int_eq(fsnw_remove(w, parked), 0);
+	before = stats_of(w);
+	ck_assert_uint_eq(before.parked_watches, 1);
+
+	items[0] = (struct fsnw_batch_item){ p[0], FSNW_ATTRIB, 0, 0 };
+	items[1] = (struct fsnw_batch_item){ p[1], FSNW_ATTRIB, 0, 0 };
+	items[2] = (struct fsnw_batch_item){ pjoin(p[2], dir, "c"), FSNW_ATTRIB, 0, 0 };
+	items[3] = (struct fsnw_batch_item){ dir, FSNW_CREATE, FSNW_WATCH_TREE, 0 };
+	items[4] = (struct fsnw_batch_item){ pjoin(p[3], dir, "nope"), FSNW_ATTRIB, 0, 0 };
+	ck_assert_int_eq(fsnw_add_batch(w, items, 5, FSNW_BATCH_ATOMIC), 0);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(items[i].result, -ECANCELED);
+	ck_assert_int_eq(items[4].result, -ENOENT);
+
+	after = stats_of(w);
+	ck_assert_uint_eq(after.logical_watches, before.logical_watches);
+	ck_assert_uint_eq(after.kernel_watches, before.kernel_watches);
+	ck_assert_uint_eq(after.parked_watches, before.parked_watches);
+
+	/* The failing item first: nothing was tried after it. */
+	items[0] = (struct fsnw_batch_item){ p[3], FSNW_ATTRIB, 0, 0 };
+	items[1] = (struct fsnw_batch_item){ p[2], FSNW_ATTRIB, 0, 0 };
+	ck_assert_int_eq(fsnw_add_batch(w, items, 2, FSNW_BATCH_ATOMIC), 0);
+	ck_assert_int_eq(items[0].result, -ENOENT);
+	ck_assert_int_eq(items[1].result, -ECANCELED);
+	ck_assert_uint_eq(stats_of(w).kernel_watches, before.kernel_watches);
+
+	/* The kept watch still works. */
+	write_bytes(dir, "a", "x");
+	{
+		struct ev *evs;
+		int n = collect(w, &evs, 16, 300);
+
+		ck_assert_int_eq(n, 1);
+		ck_assert_int_eq(evs[0].wid, keep);
+		evs_free(evs);
+	}
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+START_TEST(duplicates_and_one_drain)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char p[PATH_MAX];
+	struct fsnw_batch_item items[10];
+	struct fsnw_stats s0, s1;
+
+	touch(dir, "f");
+	pjoin(p, dir, "f");
+	for (int i = 0; i < 10; i++)
+		items[i] = (struct fsnw_batch_item){ p, FSNW_MODIFY, 0, 0 };
+	s0 = stats_of(w);
+	ck_assert_int_eq(fsnw_add_batch(w, items, 10, 0), 10);
+	s1 = stats_of(w);
+	ck_assert_uint_eq(s1.kernel_watches, 1);
+	ck_assert_uint_eq(s1.logical_watches, 10);
+	ck_assert_uint_eq(s1.dedup_hits - s0.dedup_hits, 9);
+	if (test_backend == FSNW_BACKEND_INOTIFY) {
+		ck_assert_uint_eq(s1.sys_inotify_add_watch - s0.sys_inotify_add_watch, 10);
+		/* Nine items shared the kernel watch; the batch drained once. */
+		ck_assert_uint_eq(s1.sys_read - s0.sys_read, 1);
+	}
+	for (int i = 1; i < 10; i++)
+		ck_assert_int_ne(items[i].result, items[i - 1].result);
+	write_bytes(dir, "f", "x");
+	{
+		struct ev *evs;
+		int n = collect(w, &evs, 32, 300);
+
+		ck_assert_int_eq(n, 10);
+		evs_free(evs);
+	}
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+TEST_SUITE(batch)
+{
+	Suite *s = suite_create("batch");
+
+	ADD_TEST(s, per_item_results);
+	ADD_TEST(s, atomic_rollback);
+	ADD_TEST(s, duplicates_and_one_drain);
+	return s;
+}

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: MIT */
+/* Instrumentation: exact counters, histograms, JSON, the size rule. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test-common.h"
+
+START_TEST(scripted_counters)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	struct fsnw_event ev[4];
+	struct fsnw_stats st;
+	int wid;
+
+	touch(dir, "a");
+	touch(dir, "b");
+	wid = fsnw_add(w, dir, FSNW_MODIFY, 0);
+	for (int i = 0; i < 5; i++)
+		write_bytes(dir, i % 2 ? "b" : "a", "x");
+	ck_assert_int_eq(fsnw_pump(w), 2);
+	st = stats_of(w);
+	ck_assert_uint_eq(st.add_calls, 1);
+	ck_assert_uint_eq(st.logical_watches, 1);
+	ck_assert_uint_eq(st.kernel_watches, 1);
+	ck_assert_uint_eq(st.events_read, 5);
+	ck_assert_uint_eq(st.events_queued, 2);
+	ck_assert_uint_eq(st.events_merged, 3);
+	ck_assert_uint_eq(st.queue_depth, 2);
+	ck_assert_uint_eq(st.queue_high_water, 2);
+
+	ck_assert_int_eq(fsnw_read(w, ev, 1, 0), 1);
+	ck_assert_uint_eq(ev[0].count, 3);
+	ck_assert_int_eq(fsnw_remove(w, wid), 0);
+	st = stats_of(w);
+	ck_assert_uint_eq(st.events_delivered, 1);
+	ck_assert_uint_eq(st.dropped_removed, 1);
+	ck_assert_uint_eq(st.queue_depth, 0);
+	ck_assert_uint_eq(st.remove_calls, 1);
+	ck_assert_uint_eq(st.overflows_kernel + st.overflows_queue, 0);
+	if (test_backend == FSNW_BACKEND_INOTIFY) {
+		ck_assert_uint_eq(st.sys_inotify_init, 1);
+		ck_assert_uint_eq(st.sys_inotify_add_watch, 1);
+		ck_assert_uint_eq(st.sys_inotify_rm_watch, 1);
+		/* pump: one short read; fsnw_read: one empty read. */
+		ck_assert_uint_eq(st.sys_read, 2);
+		/* readiness raised by the pump, lowered by the remove. */
+		ck_assert_uint_eq(st.sys_eventfd, 2);
+		ck_assert_uint_eq(st.lat_kernel_mark.count, 1);
+		ck_assert_uint_eq(st.lat_kernel_unmark.count, 1);
+		ck_assert_uint_eq(st.lat_kernel_read.count, 2);
+	}
+	ck_assert_uint_eq(st.lat_add.count, 1);
+	ck_assert_uint_eq(st.lat_remove.count, 1);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+START_TEST(queue_full_counters)
+{
+	struct fsnw *w = test_open(0, 2, 0);
+	char *dir = tmpdir_make();
+	struct fsnw_stats st;
+
+	fsnw_add(w, dir, FSNW_CREATE, 0);
+	touch(dir, "1");
+	touch(dir, "2");
+	touch(dir, "3");
+	touch(dir, "4");
+	ck_assert_int_eq(fsnw_pump(w), 3);
+	st = stats_of(w);
+	ck_assert_uint_eq(st.events_queued, 2);
+	ck_assert_uint_eq(st.dropped_queue_full, 2);
+	ck_assert_uint_eq(st.overflows_queue, 1);
+	ck_assert_uint_eq(st.queue_high_water, 3);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+START_TEST(no_stats_keeps_counters)
+{
+	struct fsnw *w = test_open(FSNW_OPEN_NO_STATS, 0, 0);
+	char *dir = tmpdir_make();
+	struct fsnw_stats st;
+	int wid;
+
+	wid = fsnw_add(w, dir, FSNW_CREATE, 0);
+	fsnw_remove(w, wid);
+	st = stats_of(w);
+	ck_assert_uint_eq(st.add_calls, 1);
+	ck_assert_uint_eq(st.remove_calls, 1);
+	ck_assert_uint_eq(st.lat_add.count, 0);
+	ck_assert_uint_eq(st.lat_remove.count, 0);
+	ck_assert_uint_eq(st.lat_kernel_mark.count, 0);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+START_TEST(quantiles)
+{
+	struct fsnw_histogram h;
+
+	memset(&h, 0, sizeof(h));
+	ck_assert_uint_eq(fsnw_histogram_quantile(NULL, 0.5), 0);
+	ck_assert_uint_eq(fsnw_histogram_quantile(&h, 0.5), 0);
+	h.buckets[3] = 10;  /* 8..15 ns */
+	h.buckets[10] = 90; /* 1024..2047 ns */
+	h.count = 100;
+	h.max_ns = 2000;
+	ck_assert_uint_eq(fsnw_histogram_quantile(&h, 0.0), 15);
+	ck_assert_uint_eq(fsnw_histogram_quantile(&h, 0.10), 15);
+	ck_assert_uint_eq(fsnw_histogram_quantile(&h, 0.11), 2000); /* capped by max */
+	ck_assert_uint_eq(fsnw_histogram_quantile(&h, 0.5), 2000);
+	ck_assert_uint_eq(fsnw_histogram_quantile(&h, 1.0), 2000);
+	ck_assert_uint_eq(fsnw_histogram_quantile(&h, 7.0), 2000);
+	ck_assert_uint_eq(fsnw_histogram_quantile(&h, -1.0), 15);
+	ck_assert_uint_eq(fsnw_histogram_quantile(&h, NAN), 15);
+	h.max_ns = 5000;
+	ck_assert_uint_eq(fsnw_histogram_quantile(&h, 0.5), 2047);
+	/* An upper bound: never below the true quantile of the samples. */
+	memset(&h, 0, sizeof(h));
+	h.buckets[0] = 1;
+	h.count = 1;
+	h.max_ns = 1;
+	ck_assert_uint_eq(fsnw_histogram_quantile(&h, 0.99), 1);
+}
+END_TEST
+
+/* A small validating JSON reader: returns the end of one value or NULL. */
+static const char *skip_ws(const char *s)
+{
+	while (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r')
+		s++;
+	return s;
+}
+
+static const char *json_value(const char *s, int depth);
+
+static const char *json_string(const char *s)
+{
+	if (*s++ != '"')
+		return NULL;
+	while (*s && *s != '"') {
+		if ((unsigned char)*s < 0x20)
+			return NULL;
+		if (*s == '\\')
+			s++;
+		if (*s)
+			s++;
+	}
+	return *s == '"' ? s + 1 : NULL;
+}
+
+static const char *json_value(const char *s, int depth)
+{
+	if (depth > 32)
+		return NULL;
+	s = skip_ws(s);
+	if (*s == '{' || *s == '[') {
+		char close = *s == '{' ? '}' : ']';
+
+		s = skip_ws(s + 1);
+		if (*s == close)
+			return s + 1;
+		for (;;) {
+			if (close == '}') {
+				s = json_string(skip_ws(s));
+				if (!s)
+					return NULL;
+				s = skip_ws(s);
+				if (*s++ != ':')
+					return NULL;
+			}
+			s = json_value(s, depth + 1);
+			if (!s)
+				return NULL;
+			s = skip_ws(s);
+			if (*s == ',') {
+				s++;
+				continue;
+			}
+			return *s == close ? s + 1 : NULL;
+		}
+	}
+	if (*s == '"')
+		return json_string(s);
+	if (!strncmp(s, "true", 4) || !strncmp(s, "null", 4))
+		return s + 4;
+	if (!strncmp(s, "false", 5))
+		return s + 5;
+	if (*s == '-' || isdigit((unsigned char)*s)) {
+		char *end;
+
+		strtod(s, &end);
+		return end == s ? NULL : end;
+	}
+	return NULL;
+}
+
+static uint64_t json_u64(const char *json, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(json, pat);
+	ck_assert_msg(p != NULL, "key %s missing", key);
+	return strtoull(p + strlen(pat), NULL, 10);
+}
+
+START_TEST(json_matches_struct)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	struct fsnw_stats st;
+	char *buf, small[32], path[PATH_MAX];
+	int need, wid;
+	const char *end;
+	FILE *f;
+
+	wid = fsnw_add(w, dir, FSNW_CREATE, 0);
+	touch(dir, "x");
+	fsnw_pump(w);
+	st = stats_of(w);
+	need = fsnw_stats_json(w, NULL, 0);
+	ck_assert_int_gt(need, 0);
+	buf = malloc((size_t)need + 1);
+	ck_assert_int_eq(fsnw_stats_json(w, buf, (size_t)need + 1), need);
+	ck_assert_uint_eq(strlen(buf), (size_t)need);
+	/* snprintf rules: a short buffer gets the same prefix, NUL-terminated. */
+	ck_assert_int_eq(fsnw_stats_json(w, small, sizeof(small)), need);
+	ck_assert_uint_eq(strlen(small), sizeof(small) - 1);
+	ck_assert(!strncmp(small, buf, sizeof(small) - 1));
+
+	end = json_value(buf, 0);
+	ck_assert_msg(end && *skip_ws(end) == '\0', "invalid JSON: %s", buf);
+	ck_assert_ptr_nonnull(strstr(buf, test_backend == FSNW_BACKEND_FANOTIFY ?
+						  "\"backend\":\"fanotify\"" :
+						  "\"backend\":\"inotify\""));
+	ck_assert_uint_eq(json_u64(buf, "add_calls"), st.add_calls);
+	ck_assert_uint_eq(json_u64(buf, "logical_watches"), st.logical_watches);
+	ck_assert_uint_eq(json_u64(buf, "kernel_watches"), st.kernel_watches);
+	ck_assert_uint_eq(json_u64(buf, "events_read"), st.events_read);
+	ck_assert_uint_eq(json_u64(buf, "queue_depth"), st.queue_depth);
+	ck_assert_uint_eq(json_u64(buf, "sys_read"), st.sys_read);
+	ck_assert_uint_eq(json_u64(strstr(buf, "\"lat_add\""), "count"), st.lat_add.count);
+
+	/* And a real parser agrees, when there is one. */
+	snprintf(path, sizeof(path), "%s/stats.json", dir);
+	f = fopen(path, "w");
+	fputs(buf, f);
+	fclose(f);
+	if (access("/usr/bin/python3", X_OK) == 0) {
+		char cmd[PATH_MAX + 256];
+
+		snprintf(cmd, sizeof(cmd),
+			 "/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+			 "sys.exit(0 if d[\"add_calls\"]==%llu and d[\"lat_add\"][\"count\"]==%llu "
+			 "and isinstance(d[\"lat_kernel_read\"][\"buckets\"], list) else 1)' %s",
+			 (unsigned long long)st.add_calls, (unsigned long long)st.lat_add.count,
+			 path);
+		ck_assert_int_eq(system(cmd), 0);
+	}
+	free(buf);
+	fsnw_remove(w, wid);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+/* An older caller's smaller struct is filled only up to its size. */
+START_TEST(size_rule)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	union {
+		struct fsnw_stats st;
+		unsigned char bytes[sizeof(struct fsnw_stats)];
+	} u;
+	size_t old = offsetof(struct fsnw_stats, kernel_watches);
+
+	fsnw_add(w, "/", FSNW_CREATE, 0);
+	memset(&u, 0xaa, sizeof(u));
+	u.st.size = (uint32_t)old;
+	ck_assert_int_eq(fsnw_get_stats(w, &u.st), 0);
+	ck_assert_uint_eq(u.st.size, old);
+	ck_assert_uint_eq(u.st.logical_watches, 1);
+	for (size_t i = old; i < sizeof(u); i++)
+		ck_assert_uint_eq(u.bytes[i], 0xaa);
+	/* A newer caller's larger struct: we fill what we know. */
+	u.st.size = sizeof(u.st) + 64;
+	ck_assert_int_eq(fsnw_get_stats(w, &u.st), 0);
+	ck_assert_uint_eq(u.st.kernel_watches, 1);
+	fsnw_close(w);
+}
+END_TEST
+
+TEST_SUITE(stats)
+{
+	Suite *s = suite_create("stats");
+
+	ADD_TEST(s, scripted_counters);
+	ADD_TEST(s, queue_full_counters);
+	ADD_TEST(s, no_stats_keeps_counters);
+	ADD_TEST(s, quantiles);
+	ADD_TEST(s, json_matches_struct);
+	ADD_TEST(s, size_rule);
+	return s;
+}
