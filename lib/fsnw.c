@@ -43,7 +43,7 @@ static void dispatch_cb(void *arg, const struct kevent *ev)
 	inodes_dispatch(arg, ev);
 }
 
-int handle_drain(struct fsnw *w, bool complete)
+int handle_drain(struct fsnw *w, unsigned flags)
 {
 	int reads = 0;
 	ssize_t n = 0;
@@ -52,10 +52,10 @@ int handle_drain(struct fsnw *w, bool complete)
 		return 0;
 	w->draining = 1;
 	for (;;) {
-		uint64_t t0 = stats_start(w);
+		uint64_t t0 = (flags & DRAIN_TIMED) ? stats_start(w) : 0;
 
 		n = w->be->read(w, w->rbuf, w->rbuf_len, dispatch_cb, w);
-		stats_end(&w->st.lat_kernel_read, t0);
+		stats_end(w, &w->st.lat_kernel_read, t0);
 		if (n <= 0)
 			break;
 		reads++;
@@ -63,7 +63,7 @@ int handle_drain(struct fsnw *w, bool complete)
 			n = 0; /* a short read: the kernel queue was empty */
 			break;
 		}
-		if (!complete && reads >= DRAIN_READS_MAX)
+		if (!(flags & DRAIN_COMPLETE) && reads >= DRAIN_READS_MAX)
 			break;
 	}
 	if (n == 0)
@@ -145,7 +145,7 @@ static void reap_zombies(struct fsnw *w, const struct fsnw_event *evs, size_t n)
 static void reap_unread_ignored(struct fsnw *w)
 {
 	if (w->unread_ignored >= UNREAD_IGNORED_MAX)
-		handle_drain(w, false);
+		handle_drain(w, 0);
 }
 
 static int open_backend(struct fsnw *w, uint32_t which)
@@ -232,6 +232,7 @@ FSNW_EXPORT int fsnw_open(struct fsnw **ret, const struct fsnw_options *opts)
 		err = -ENOMEM;
 		goto fail;
 	}
+	stats_clock_init(w);
 	err = open_backend(w, o.backend);
 	if (err < 0)
 		goto fail;
@@ -309,29 +310,70 @@ static int check_add(const char *path, uint32_t *mask, uint32_t *flags)
 	return 0;
 }
 
-int handle_add(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags)
+/*
+ * A plain add marks first and allocates after: the kernel call then starts
+ * the timed section, so one clock read serves both the add and the mark.
+ */
+static int add_plain(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
+		     uint64_t t0, struct watch **out)
 {
-	uint64_t t0 = stats_start(w);
+	struct kkey key;
 	struct watch *lw;
 	struct link *l;
+	int ret;
+
+	ret = inodes_mark(w, AT_FDCWD, path, mask, flags, &key, t0);
+	if (ret < 0)
+		return ret;
+	lw = watches_new(&w->watches, path, mask, flags);
+	if (!lw) {
+		inodes_unmark_new(w, &key);
+		return -ENOMEM;
+	}
+	ret = inodes_link(w, lw, &key, AT_FDCWD, path, mask, flags, lw->path, &l);
+	if (ret < 0) {
+		watches_release(&w->watches, lw);
+		return ret;
+	}
+	*out = lw;
+	return 0;
+}
+
+static int add_tree(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
+		    struct watch **out)
+{
+	struct watch *lw = watches_new(&w->watches, path, mask, flags);
+	int ret;
+
+	if (!lw)
+		return -ENOMEM;
+	ret = tree_add(w, lw);
+	if (ret < 0) {
+		watches_release(&w->watches, lw);
+		return ret;
+	}
+	*out = lw;
+	return 0;
+}
+
+int handle_add(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags)
+{
+	struct watch *lw;
+	uint64_t t0;
 	int ret;
 
 	w->st.add_calls++;
 	ret = check_add(path, &mask, &flags);
 	if (ret < 0)
 		return ret;
-	lw = watches_new(&w->watches, path, mask, flags);
-	if (!lw)
-		return -ENOMEM;
+	t0 = stats_start(w);
 	if (flags & FSNW_WATCH_TREE)
-		ret = tree_add(w, lw);
+		ret = add_tree(w, path, mask, flags, &lw);
 	else
-		ret = inodes_attach(w, lw, AT_FDCWD, path, mask, flags, lw->path, &l);
-	if (ret < 0) {
-		watches_release(&w->watches, lw);
+		ret = add_plain(w, path, mask, flags, t0, &lw);
+	if (ret < 0)
 		return ret;
-	}
-	stats_end(&w->st.lat_add, t0);
+	stats_end(w, &w->st.lat_add, t0);
 	PROBE3(add, lw->qo.wid, mask, flags);
 	return lw->qo.wid;
 }
@@ -348,7 +390,7 @@ int handle_remove(struct fsnw *w, int wid)
 		return -ENOENT;
 	w->st.remove_calls++;
 	handle_remove_watch(w, lw, true);
-	stats_end(&w->st.lat_remove, t0);
+	stats_end(w, &w->st.lat_remove, t0);
 	PROBE1(remove, wid);
 	return 0;
 }
@@ -415,7 +457,7 @@ FSNW_EXPORT int fsnw_read(struct fsnw *w, struct fsnw_event *evs, size_t max, in
 		w->st.sys_poll += polls;
 		polls = 0;
 		queue_release_delivered(w->q);
-		ret = handle_drain(w, false);
+		ret = handle_drain(w, DRAIN_TIMED);
 		n = queue_pop(w->q, evs, max);
 		reap_zombies(w, evs, n);
 		sync_ready(w);
@@ -451,7 +493,7 @@ FSNW_EXPORT int fsnw_pump(struct fsnw *w)
 	if (!w)
 		return -EINVAL;
 	lock(w);
-	ret = handle_drain(w, true);
+	ret = handle_drain(w, DRAIN_COMPLETE | DRAIN_TIMED);
 	depth = queue_depth(w->q);
 	sync_ready(w);
 	unlock(w);

@@ -30,6 +30,7 @@ struct fsnw {
 	struct inodes inodes;
 	struct queue *q;
 	struct fsnw_stats st;   /* counters; queue figures are folded in at snapshot */
+	uint64_t clock_mult;    /* ns per TSC tick (32.32); 0: timing ticks are ns */
 	unsigned char *rbuf;    /* kernel read buffer */
 	size_t rbuf_len;
 	int draining;           /* a drain is running: dispatch must not start another */
@@ -42,12 +43,15 @@ struct fsnw {
 };
 
 /*
- * Read the kernel group fd and dispatch what it holds into the queue.
- * complete: keep reading until a read comes back short (everything that was
- * pending when the call began has been read); otherwise a bounded number of
- * reads. Then watch the directories trees found meanwhile. The lock is held.
+ * Read the kernel group fd and dispatch what it holds into the queue, then
+ * watch the directories trees found meanwhile. The lock is held.
+ * DRAIN_COMPLETE: keep reading until a read comes back short (everything
+ * pending when the call began has been read); otherwise a bounded number.
+ * DRAIN_TIMED: record each read in lat_kernel_read (fsnw_read, fsnw_pump).
  */
-int handle_drain(struct fsnw *w, bool complete);
+#define DRAIN_COMPLETE 0x1u
+#define DRAIN_TIMED 0x2u
+int handle_drain(struct fsnw *w, unsigned flags);
 
 /* The bodies of fsnw_add and fsnw_remove (lock held); batch calls them per item. */
 int handle_add(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags);

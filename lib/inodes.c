@@ -96,7 +96,7 @@ static void kwatch_remove(struct fsnw *w, struct kwatch *kw)
 		uint64_t t0 = stats_start(w);
 
 		w->be->unmark(w, kw);
-		stats_end(&w->st.lat_kernel_unmark, t0);
+		stats_end(w, &w->st.lat_kernel_unmark, t0);
 		PROBE2(unmark, kw->wd, kw->kmask);
 		w->unread_ignored++;
 	}
@@ -189,65 +189,75 @@ static void clear_excl_unlink(struct fsnw *w, struct kwatch *kw, int dirfd, cons
 
 	ret = w->be->mark(w, dirfd, path, kw->kmask | kmask, flags & ~FSNW_WATCH_EXCL_UNLINK, 1,
 			  &again);
-	stats_end(&w->st.lat_kernel_mark, t0);
+	stats_end(w, &w->st.lat_kernel_mark, t0);
 	/* If the path moved to another object meanwhile, the flag stays: the
 	 * cost is events from unlinked children, never a lost event. */
 	if (ret == 0 && again.len == kw->keylen && memcmp(again.bytes, kw->key, kw->keylen) == 0)
 		kw->excl_unlink = false;
 }
 
-int inodes_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
-		  uint32_t kmask, uint32_t flags, struct strref *linkpath, struct link **out)
+int inodes_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
+		struct kkey *key, uint64_t t0)
 {
-	struct kkey key;
+	int ret = w->be->mark(w, dirfd, path, kmask, flags, 0, key);
+
+	stats_end(w, &w->st.lat_kernel_mark, t0);
+	return ret;
+}
+
+void inodes_unmark_new(struct fsnw *w, const struct kkey *key)
+{
+	union {
+		struct kwatch kw;
+		unsigned char bytes[sizeof(struct kwatch) + KKEY_MAX];
+	} tmp;
+
+	/* A mark on an object we already watch is somebody's: leave it. */
+	if (find(&w->inodes, key->bytes, key->len))
+		return;
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.kw.wd = key->wd;
+	tmp.kw.keylen = key->len;
+	memcpy(tmp.kw.key, key->bytes, key->len);
+	w->be->unmark(w, &tmp.kw);
+	w->unread_ignored++;
+}
+
+static struct kwatch *kwatch_new(struct fsnw *w, const struct kkey *key, uint32_t flags)
+{
+	struct kwatch *kw = fsnw_calloc(1, sizeof(*kw) + key->len);
+
+	if (!kw)
+		return NULL;
+	list_init(&kw->links);
+	list_init(&kw->lru);
+	kw->wd = key->wd;
+	kw->keylen = key->len;
+	memcpy(kw->key, key->bytes, key->len);
+	kw->excl_unlink = flags & FSNW_WATCH_EXCL_UNLINK;
+	htab_insert(&w->inodes.by_key, &kw->node, key_hash(kw->key, kw->keylen));
+	return kw;
+}
+
+int inodes_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int dirfd,
+		const char *path, uint32_t kmask, uint32_t flags, struct strref *linkpath,
+		struct link **out)
+{
 	struct kwatch *kw;
 	struct link *l;
 	bool existed;
-	uint64_t t0;
-	int ret;
 
-	/* The fallible allocations first, so a failure leaves no kernel mark. */
 	l = fsnw_calloc(1, sizeof(*l));
-	if (!l)
-		return -ENOMEM;
-	if (htab_reserve(&w->inodes.by_key, 1) < 0) {
-		fsnw_free(l);
-		return -ENOMEM;
-	}
-	t0 = stats_start(w);
-	ret = w->be->mark(w, dirfd, path, kmask, flags, 0, &key);
-	stats_end(&w->st.lat_kernel_mark, t0);
-	if (ret < 0) {
-		fsnw_free(l);
-		return ret;
-	}
-	kw = find(&w->inodes, key.bytes, key.len);
+	kw = find(&w->inodes, key->bytes, key->len);
 	existed = kw != NULL;
-	if (!kw) {
-		kw = fsnw_calloc(1, sizeof(*kw) + key.len);
-		if (!kw) {
-			/* Undo the mark we just made; a stack copy carries the key. */
-			union {
-				struct kwatch kw;
-				unsigned char bytes[sizeof(struct kwatch) + KKEY_MAX];
-			} tmp;
-
-			memset(&tmp, 0, sizeof(tmp));
-			tmp.kw.wd = key.wd;
-			tmp.kw.keylen = key.len;
-			memcpy(tmp.kw.key, key.bytes, key.len);
-			w->be->unmark(w, &tmp.kw);
-			w->unread_ignored++;
-			fsnw_free(l);
-			return -ENOMEM;
-		}
-		list_init(&kw->links);
-		list_init(&kw->lru);
-		kw->wd = key.wd;
-		kw->keylen = key.len;
-		memcpy(kw->key, key.bytes, key.len);
-		kw->excl_unlink = flags & FSNW_WATCH_EXCL_UNLINK;
-		htab_insert(&w->inodes.by_key, &kw->node, key_hash(kw->key, kw->keylen));
+	if (!kw && l && htab_reserve(&w->inodes.by_key, 1) == 0)
+		kw = kwatch_new(w, key, flags);
+	if (!l || !kw) {
+		fsnw_free(l);
+		inodes_unmark_new(w, key);
+		return -ENOMEM;
+	}
+	if (!existed) {
 		PROBE2(mark, kw->wd, kmask);
 		l->origin = LINK_NEW;
 	} else if (kw->parked) {
@@ -274,7 +284,7 @@ int inodes_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
 		/* Everything the kernel queued before our mark call predates this
 		 * watch: read it now, while the link is not yet live. In a batch
 		 * once is enough: what comes later is concurrent with the call. */
-		handle_drain(w, true);
+		handle_drain(w, DRAIN_COMPLETE);
 		if (w->batch_depth)
 			w->batch_drained = true;
 	}
@@ -288,6 +298,18 @@ int inodes_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
 	}
 	*out = l;
 	return 0;
+}
+
+int inodes_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
+		  uint32_t kmask, uint32_t flags, struct strref *linkpath, struct link **out)
+{
+	struct kkey key;
+	int ret;
+
+	ret = inodes_mark(w, dirfd, path, kmask, flags, &key, stats_start(w));
+	if (ret < 0)
+		return ret;
+	return inodes_link(w, lw, &key, dirfd, path, kmask, flags, linkpath, out);
 }
 
 /*

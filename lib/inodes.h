@@ -50,6 +50,21 @@ void inodes_fini(struct inodes *t);
 size_t inodes_count(const struct inodes *t);
 
 /*
+ * The two halves of an attach, for callers that time the mark with their own
+ * clock read (t0, from stats_start). inodes_mark makes the kernel call (one
+ * syscall; an object already watched gets no new mark). inodes_link then
+ * attaches lw to the kernel watch of key; if it fails, a mark that created no
+ * kernel watch of ours is undone. inodes_unmark_new undoes such a mark when
+ * the caller fails between the two.
+ */
+int inodes_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
+		struct kkey *key, uint64_t t0);
+int inodes_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int dirfd,
+		const char *path, uint32_t kmask, uint32_t flags, struct strref *linkpath,
+		struct link **out);
+void inodes_unmark_new(struct fsnw *w, const struct kkey *key);
+
+/*
  * Attach lw to the object at path (relative to dirfd), reporting linkpath.
  * The mark costs one syscall; an object already watched gets no new mark.
  * When the kernel watch already existed (shared or parked), pending kernel

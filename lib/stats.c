@@ -1,12 +1,55 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "export.h"
 #include "stats.h"
+
+#if defined(__x86_64__)
+/* The kernel's clocksource is the TSC: it found it invariant and synchronised. */
+static bool kernel_uses_tsc(struct fsnw *w)
+{
+	char buf[16] = "";
+	int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+		      O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	w->st.sys_other++;
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	w->st.sys_other += 2;
+	return n >= 3 && !strncmp(buf, "tsc", 3) && (n == 3 || buf[3] == '\n');
+}
+#endif
+
+void stats_clock_init(struct fsnw *w)
+{
+	w->clock_mult = 0;
+#if defined(__x86_64__)
+	uint64_t n0, n1, c0, c1;
+
+	if ((w->open_flags & FSNW_OPEN_NO_STATS) || !kernel_uses_tsc(w))
+		return;
+	/* 50 us against the monotonic clock: the reads' skew (tens of ns)
+	 * makes well under 0.1 % of error, far inside a log2 bucket. */
+	n0 = stats_now_ns();
+	c0 = __rdtsc();
+	do
+		n1 = stats_now_ns();
+	while (n1 - n0 < 50000);
+	c1 = __rdtsc();
+	if (c1 > c0)
+		w->clock_mult = (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (c1 - c0));
+#endif
+}
 
 void stats_hist_add(struct fsnw_histogram *h, uint64_t ns)
 {
