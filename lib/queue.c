@@ -7,38 +7,61 @@
 #include "list.h"
 #include "queue.h"
 
-#define SLOT_INLINE_NAME 40
-#define SLOTS_PER_CHUNK 64
+#define KEY_INLINE_NAME 40
+#define PER_CHUNK 64
+
+/*
+ * A merge key: (owner, reported path, name). It lists its unread events,
+ * newest first, and keeps the name bytes they all share. It is in the index
+ * while it has unread events, and lives on while delivered events still lend
+ * its name to the caller.
+ */
+struct mkey {
+	struct hnode node;
+	struct list unread; /* struct slot.chain, newest first */
+	struct list pool;   /* on the free list */
+	struct qowner *owner;
+	const struct strref *path; /* identity only; the slots hold the references */
+	uint32_t refs;             /* slots, unread and delivered */
+	bool indexed;
+	bool has_name;
+	uint16_t namelen;
+	uint16_t namecap; /* bytes at name, NUL included; heap when > inline */
+	char *name;
+	char inl[KEY_INLINE_NAME];
+};
 
 struct slot {
 	struct list fifo;  /* queue order, or the free / delivered list */
-	struct list chain; /* hash bucket, newest first */
+	struct list chain; /* in its key's unread list */
+	struct mkey *key;  /* NULL for the overflow slot */
 	struct qowner *owner;
 	struct strref *path;
-	uint64_t hash;
 	uint32_t mask;
 	uint32_t cookie;
 	uint32_t count;
-	uint16_t namelen;
-	uint16_t namecap; /* bytes at name, NUL included; heap when > inline */
-	bool has_name;
 	bool mergeable;
 	bool barrier;
-	char *name;
-	char inl[SLOT_INLINE_NAME];
 };
 
-struct chunk {
-	struct chunk *next;
-	struct slot slots[SLOTS_PER_CHUNK];
+struct slot_chunk {
+	struct slot_chunk *next;
+	struct slot slots[PER_CHUNK];
+};
+
+struct key_chunk {
+	struct key_chunk *next;
+	struct mkey keys[PER_CHUNK];
 };
 
 struct queue {
 	struct list fifo;      /* waiting events, oldest first */
 	struct list free;      /* reusable slots */
 	struct list delivered; /* popped, strings still lent to the caller */
-	struct list buckets[QUEUE_BUCKETS];
-	struct chunk *chunks;
+	struct list free_keys;
+	struct htab index;     /* struct mkey with unread events, by key */
+	struct slot_chunk *slot_chunks;
+	struct key_chunk *key_chunks;
 	struct slot overflow;  /* reserved: raising an overflow never allocates */
 	bool overflow_pending;
 	bool merge;
@@ -56,8 +79,8 @@ struct queue *queue_new(uint32_t capacity, int merge)
 	list_init(&q->fifo);
 	list_init(&q->free);
 	list_init(&q->delivered);
-	for (int i = 0; i < QUEUE_BUCKETS; i++)
-		list_init(&q->buckets[i]);
+	list_init(&q->free_keys);
+	htab_init(&q->index);
 	list_init(&q->overflow.fifo);
 	list_init(&q->overflow.chain);
 	q->overflow.mask = FSNW_OVERFLOW;
@@ -66,121 +89,180 @@ struct queue *queue_new(uint32_t capacity, int merge)
 	return q;
 }
 
-static void slot_clear(struct slot *s)
+static void key_put(struct queue *q, struct mkey *k)
+{
+	if (--k->refs)
+		return;
+	list_add(&k->pool, &q->free_keys);
+}
+
+/* The last unread event of a key left: later events start a new key. */
+static void key_unindex(struct queue *q, struct mkey *k)
+{
+	if (k->indexed && list_empty(&k->unread)) {
+		htab_remove(&q->index, &k->node);
+		k->indexed = false;
+	}
+}
+
+/* Give back what a slot holds; owners are the caller's business. */
+static void slot_clear(struct queue *q, struct slot *s)
 {
 	strref_put(s->path);
 	s->path = NULL;
 	s->owner = NULL;
-}
-
-/* Owners are not touched: delivered slots have none, and at queue_free the
- * logical watches may already be gone. */
-static void release_list(struct list *l, struct list *to)
-{
-	struct list *pos, *tmp;
-
-	list_for_each_safe(pos, tmp, l) {
-		struct slot *s = list_entry(pos, struct slot, fifo);
-
-		list_del(pos);
-		slot_clear(s);
-		if (to)
-			list_add(pos, to);
+	if (s->key) {
+		key_put(q, s->key);
+		s->key = NULL;
 	}
 }
 
 void queue_free(struct queue *q)
 {
-	struct chunk *c, *next;
+	struct slot_chunk *sc, *snext;
+	struct key_chunk *kc, *knext;
+	struct list *pos, *tmp;
 
 	if (!q)
 		return;
-	queue_release_delivered(q);
 	if (q->overflow_pending)
 		list_del(&q->overflow.fifo);
-	release_list(&q->fifo, NULL);
-	for (c = q->chunks; c; c = next) {
-		next = c->next;
-		for (int i = 0; i < SLOTS_PER_CHUNK; i++)
-			if (c->slots[i].name != c->slots[i].inl)
-				fsnw_free(c->slots[i].name);
-		fsnw_free(c);
+	list_for_each_safe(pos, tmp, &q->fifo)
+		strref_put(list_entry(pos, struct slot, fifo)->path);
+	list_for_each_safe(pos, tmp, &q->delivered)
+		strref_put(list_entry(pos, struct slot, fifo)->path);
+	for (sc = q->slot_chunks; sc; sc = snext) {
+		snext = sc->next;
+		fsnw_free(sc);
 	}
+	for (kc = q->key_chunks; kc; kc = knext) {
+		knext = kc->next;
+		for (int i = 0; i < PER_CHUNK; i++)
+			if (kc->keys[i].name != kc->keys[i].inl)
+				fsnw_free(kc->keys[i].name);
+		fsnw_free(kc);
+	}
+	htab_fini(&q->index);
 	fsnw_free(q);
 }
 
 static struct slot *slot_get(struct queue *q)
 {
-	struct chunk *c;
+	struct slot *s;
 
 	if (list_empty(&q->free)) {
-		c = fsnw_malloc(sizeof(*c));
+		struct slot_chunk *c = fsnw_malloc(sizeof(*c));
+
 		if (!c)
 			return NULL;
-		c->next = q->chunks;
-		q->chunks = c;
-		for (int i = 0; i < SLOTS_PER_CHUNK; i++) {
-			struct slot *s = &c->slots[i];
-
-			memset(s, 0, offsetof(struct slot, inl));
-			s->name = s->inl;
-			s->namecap = SLOT_INLINE_NAME;
-			list_init(&s->chain);
-			list_add(&s->fifo, &q->free);
+		memset(c, 0, sizeof(*c));
+		c->next = q->slot_chunks;
+		q->slot_chunks = c;
+		for (int i = 0; i < PER_CHUNK; i++) {
+			list_init(&c->slots[i].chain);
+			list_add(&c->slots[i].fifo, &q->free);
 		}
 	}
-	struct slot *s = list_first(&q->free, struct slot, fifo);
-
+	s = list_first(&q->free, struct slot, fifo);
 	list_del(&s->fifo);
 	return s;
 }
 
-static int slot_set_name(struct slot *s, const char *name, size_t namelen)
+static struct mkey *key_get(struct queue *q)
 {
-	s->has_name = name != NULL;
-	if (!name) {
-		s->namelen = 0;
-		return 0;
+	struct mkey *k;
+
+	if (list_empty(&q->free_keys)) {
+		struct key_chunk *c = fsnw_malloc(sizeof(*c));
+
+		if (!c)
+			return NULL;
+		memset(c, 0, sizeof(*c));
+		c->next = q->key_chunks;
+		q->key_chunks = c;
+		for (int i = 0; i < PER_CHUNK; i++) {
+			c->keys[i].name = c->keys[i].inl;
+			c->keys[i].namecap = KEY_INLINE_NAME;
+			list_add(&c->keys[i].pool, &q->free_keys);
+		}
 	}
+	k = list_first(&q->free_keys, struct mkey, pool);
+	list_del(&k->pool);
+	return k;
+}
+
+static int key_set_name(struct mkey *k, const char *name, size_t namelen)
+{
+	k->has_name = name != NULL;
+	k->namelen = 0;
+	if (!name)
+		return 0;
 	if (namelen >= UINT16_MAX)
 		return -1;
-	if (namelen + 1 > s->namecap) {
-		char *heap = s->name == s->inl ? NULL : s->name;
+	if (namelen + 1 > k->namecap) {
+		char *heap = k->name == k->inl ? NULL : k->name;
 		char *n = fsnw_realloc(heap, namelen + 1);
 
 		if (!n)
 			return -1;
-		s->name = n;
-		s->namecap = (uint16_t)(namelen + 1);
+		k->name = n;
+		k->namecap = (uint16_t)(namelen + 1);
 	}
-	memcpy(s->name, name, namelen);
-	s->name[namelen] = '\0';
-	s->namelen = (uint16_t)namelen;
+	memcpy(k->name, name, namelen);
+	k->name[namelen] = '\0';
+	k->namelen = (uint16_t)namelen;
 	return 0;
 }
 
-/*
- * The merge key deliberately leaves the mask out of the hash: every event
- * about one (owner, path, name) lands in one bucket, so walking it newest
- * first meets the most recent barrier for that name before any older
- * candidate. Mask equality is then checked per entry.
- */
-static uint64_t key_hash(const struct qowner *owner, const struct strref *path,
-			 const char *name, size_t namelen)
+static uint64_t key_hash(const struct qowner *owner, const struct strref *path, const char *name,
+			 size_t namelen)
 {
 	uint64_t h = hash_u64((uint64_t)(uintptr_t)owner ^ hash_u64((uint64_t)(uintptr_t)path));
 
 	return name ? hash_bytes(name, namelen, h) : h;
 }
 
-static bool same_key(const struct slot *s, uint64_t hash, const struct qowner *owner,
-		     const struct strref *path, const char *name, size_t namelen)
+static struct mkey *key_find(struct queue *q, uint64_t hash, const struct qowner *owner,
+			     const struct strref *path, const char *name, size_t namelen)
 {
-	if (s->hash != hash || s->owner != owner || s->path != path)
-		return false;
-	if (s->has_name != (name != NULL))
-		return false;
-	return !name || (s->namelen == namelen && memcmp(s->name, name, namelen) == 0);
+	struct hnode *n;
+
+	htab_for_each_hash(n, &q->index, hash) {
+		struct mkey *k = container_of(n, struct mkey, node);
+
+		if (k->owner != owner || k->path != path || k->has_name != (name != NULL))
+			continue;
+		if (!name || (k->namelen == namelen && !memcmp(k->name, name, namelen)))
+			return k;
+	}
+	return NULL;
+}
+
+/* The key of an event: found in the index, or made and indexed. NULL on ENOMEM. */
+static struct mkey *key_lookup(struct queue *q, struct qowner *owner, const struct strref *path,
+			       const char *name, size_t namelen)
+{
+	uint64_t hash = key_hash(owner, path, name, namelen);
+	struct mkey *k = key_find(q, hash, owner, path, name, namelen);
+
+	if (k)
+		return k;
+	if (htab_reserve(&q->index, 1) < 0)
+		return NULL;
+	k = key_get(q);
+	if (!k)
+		return NULL;
+	if (key_set_name(k, name, namelen) < 0) {
+		list_add(&k->pool, &q->free_keys);
+		return NULL;
+	}
+	k->owner = owner;
+	k->path = path;
+	k->refs = 0;
+	list_init(&k->unread);
+	k->indexed = true;
+	htab_insert(&q->index, &k->node, hash);
+	return k;
 }
 
 static bool is_barrier(uint32_t mask, const char *name)
@@ -193,25 +275,24 @@ static bool never_merged(uint32_t mask, uint32_t cookie)
 	return cookie || (mask & (FSNW_IGNORED | FSNW_OVERFLOW | FSNW_UNMOUNT));
 }
 
-static struct slot *find_merge(struct queue *q, struct list *bucket, uint64_t hash,
-			       const struct qowner *owner, const struct strref *path,
-			       uint32_t mask, const char *name, size_t namelen)
+/*
+ * The newest unread event of the key with this mask, unless a barrier (a
+ * create, delete or move of the name) stands between: then none.
+ */
+static struct slot *find_merge(const struct mkey *k, uint32_t mask)
 {
-	struct list *pos;
+	const struct list *pos;
 	int scanned = 0;
 
-	for (pos = bucket->next; pos != bucket && scanned < QUEUE_MERGE_SCAN;
+	for (pos = k->unread.next; pos != &k->unread && scanned < QUEUE_MERGE_SCAN;
 	     pos = pos->next, scanned++) {
 		struct slot *s = list_entry(pos, struct slot, chain);
 
-		if (!same_key(s, hash, owner, path, name, namelen))
-			continue;
 		if (s->barrier)
 			return NULL;
 		if (s->mask == mask && s->mergeable)
 			return s;
 	}
-	(void)q;
 	return NULL;
 }
 
@@ -243,54 +324,48 @@ enum queue_result queue_push(struct queue *q, struct qowner *owner, struct strre
 			     uint32_t mask, uint32_t cookie, const char *name, size_t namelen,
 			     unsigned flags)
 {
-	bool force = flags & QUEUE_FORCE;
 	bool mergeable = q->merge && !never_merged(mask, cookie);
 	bool barrier = is_barrier(mask, name);
-	uint64_t hash = 0;
-	struct list *bucket = NULL;
+	struct mkey *k;
 	struct slot *s;
 
 	if (mask & FSNW_OVERFLOW) {
 		raise_overflow(q);
 		return QUEUE_QUEUED;
 	}
-	if (q->merge) {
-		hash = key_hash(owner, path, name, namelen);
-		bucket = &q->buckets[hash % QUEUE_BUCKETS];
-	}
-	if (mergeable && !barrier) {
-		s = find_merge(q, bucket, hash, owner, path, mask, name, namelen);
+	k = key_lookup(q, owner, path, name, namelen);
+	if (k && mergeable && !barrier) {
+		s = find_merge(k, mask);
 		if (s) {
 			s->count++;
 			q->c.merged++;
 			return QUEUE_MERGED;
 		}
 	}
-	if (!force && (q->overflow_pending ||
-		       (q->capacity != FSNW_QUEUE_UNLIMITED && q->waiting >= q->capacity)))
+	if (!(flags & QUEUE_FORCE) &&
+	    (q->overflow_pending ||
+	     (q->capacity != FSNW_QUEUE_UNLIMITED && q->waiting >= q->capacity)))
+		goto drop;
+	if (!k)
 		goto drop;
 	s = slot_get(q);
 	if (!s)
 		goto drop;
-	if (slot_set_name(s, name, namelen) < 0) {
-		list_add(&s->fifo, &q->free);
-		goto drop;
-	}
+	s->key = k;
+	k->refs++;
 	s->owner = owner;
 	s->path = strref_get(path);
-	s->hash = hash;
 	s->mask = mask;
 	s->cookie = cookie;
 	s->count = 1;
 	s->mergeable = mergeable && !barrier;
 	s->barrier = barrier;
+	list_add(&s->chain, &k->unread);
 	/* A forced slot goes before a pending overflow, which stays the tail. */
 	if (q->overflow_pending)
 		list_add_tail(&s->fifo, &q->overflow.fifo);
 	else
 		list_add_tail(&s->fifo, &q->fifo);
-	if (bucket)
-		list_add(&s->chain, bucket);
 	if (owner)
 		owner->queued++;
 	q->waiting++;
@@ -298,11 +373,28 @@ enum queue_result queue_push(struct queue *q, struct qowner *owner, struct strre
 	note_depth(q);
 	return QUEUE_QUEUED;
 drop:
+	if (k && !k->refs) {
+		/* Made for this event, which is not kept. */
+		htab_remove(&q->index, &k->node);
+		k->indexed = false;
+		list_add(&k->pool, &q->free_keys);
+	}
 	q->c.dropped_full++;
 	if (!q->overflow_pending)
 		q->c.overflows++;
 	raise_overflow(q);
 	return QUEUE_DROPPED;
+}
+
+/* Take a slot out of the waiting part: fifo, its key's unread list, its owner. */
+static void slot_unqueue(struct queue *q, struct slot *s)
+{
+	list_del(&s->fifo);
+	list_del(&s->chain);
+	key_unindex(q, s->key);
+	if (s->owner)
+		s->owner->queued--;
+	q->waiting--;
 }
 
 size_t queue_pop(struct queue *q, struct fsnw_event *evs, size_t max)
@@ -313,23 +405,19 @@ size_t queue_pop(struct queue *q, struct fsnw_event *evs, size_t max)
 		struct slot *s = list_first(&q->fifo, struct slot, fifo);
 		struct fsnw_event *ev = &evs[n++];
 
-		list_del(&s->fifo);
 		ev->wid = s->owner ? s->owner->wid : 0;
 		ev->mask = s->mask;
 		ev->cookie = s->cookie;
 		ev->count = s->count;
 		ev->path = s->path ? s->path->s : NULL;
-		ev->name = s->has_name ? s->name : NULL;
+		ev->name = s->key && s->key->has_name ? s->key->name : NULL;
 		if (s == &q->overflow) {
+			list_del(&s->fifo);
 			q->overflow_pending = false;
 			continue;
 		}
-		list_del(&s->chain);
-		if (s->owner) {
-			s->owner->queued--;
-			s->owner = NULL;
-		}
-		q->waiting--;
+		slot_unqueue(q, s);
+		s->owner = NULL;
 		list_add_tail(&s->fifo, &q->delivered);
 	}
 	q->c.delivered += n;
@@ -339,7 +427,15 @@ size_t queue_pop(struct queue *q, struct fsnw_event *evs, size_t max)
 
 void queue_release_delivered(struct queue *q)
 {
-	release_list(&q->delivered, &q->free);
+	struct list *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &q->delivered) {
+		struct slot *s = list_entry(pos, struct slot, fifo);
+
+		list_del(pos);
+		slot_clear(q, s);
+		list_add(pos, &q->free);
+	}
 }
 
 size_t queue_purge(struct queue *q, struct qowner *owner)
@@ -355,12 +451,9 @@ size_t queue_purge(struct queue *q, struct qowner *owner)
 		s = list_entry(pos, struct slot, fifo);
 		if (s->owner != owner)
 			continue;
-		list_del(&s->fifo);
-		list_del(&s->chain);
-		owner->queued--;
-		slot_clear(s);
+		slot_unqueue(q, s);
+		slot_clear(q, s);
 		list_add(&s->fifo, &q->free);
-		q->waiting--;
 		n++;
 	}
 	q->c.purged += n;

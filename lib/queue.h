@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The user-space event queue: a FIFO of undelivered events plus a 128-bucket
- * hash index used to merge a new event into an equal unread one (after the
- * kernel's fanotify merge queue, seeds/004).
+ * The user-space event queue: a FIFO of undelivered events plus a hash index
+ * used to merge a new event into an equal unread one (after the kernel's
+ * fanotify merge queue, seeds/004).
  *
  * Contract:
  * - Equal means same owner (logical watch), same reported path, same mask,
@@ -20,8 +20,16 @@
  *   never miss and of which there is at most one per logical watch.
  * - push never fails: when memory runs out the event is dropped and covered
  *   by the overflow event, whose slot is reserved when the queue is made.
- * - Slots and name buffers are reused: no allocation per event once the
- *   queue has reached its working depth.
+ * - Slots, keys and name buffers are reused: no allocation per event once
+ *   the queue has reached its working depth.
+ *
+ * The index: the kernel hashes events into 128 lists shared by all keys and
+ * scans at most 128 entries of one, so past a few thousand queued events a
+ * repeat is often not found and every unique event pays the full scan. Here
+ * the index is keyed by the exact (owner, path, name), grows with the queue,
+ * and each key lists only its own unread events, newest first: a lookup is
+ * O(1) at any depth, the scan (still bounded by QUEUE_MERGE_SCAN) meets only
+ * that name's events, and a merge is never missed for being far back.
  */
 #ifndef FSNW_QUEUE_H
 #define FSNW_QUEUE_H
@@ -46,8 +54,7 @@ enum queue_result {
 
 #define QUEUE_FORCE 0x1u
 
-#define QUEUE_BUCKETS 128
-#define QUEUE_MERGE_SCAN 128 /* entries of a bucket searched, newest first */
+#define QUEUE_MERGE_SCAN 128 /* unread events of one key searched, newest first */
 
 struct queue_counters {
 	uint64_t queued;       /* events that took a slot */
