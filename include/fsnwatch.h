@@ -178,6 +178,7 @@ struct fsnw_stats {
 	uint64_t dropped_stale;    /* for a kernel watch already gone (late IN_IGNORED and such) */
 	uint64_t overflows_kernel; /* IN_Q_OVERFLOW / FAN_Q_OVERFLOW read */
 	uint64_t overflows_queue;  /* FSNW_OVERFLOW raised by the user-space queue */
+	uint64_t overflows_unwatched; /* FSNW_OVERFLOW raised: a tree could not follow a new directory */
 	uint64_t queue_depth;      /* events waiting now */
 	uint64_t queue_high_water; /* most events ever waiting */
 
@@ -189,7 +190,8 @@ struct fsnw_stats {
 	struct fsnw_histogram lat_kernel_read; /* each read of the kernel group fd */
 };
 
-/* Copy a consistent snapshot; fills at most st->size bytes. */
+/* Copy a consistent snapshot; fills at most st->size bytes and sets st->size
+ * to what it filled. */
 int fsnw_get_stats(const struct fsnw *w, struct fsnw_stats *st);
 /* Write the stats as JSON with snprintf rules; returns the length needed. */
 int fsnw_stats_json(const struct fsnw *w, char *buf, size_t len);

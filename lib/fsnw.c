@@ -113,6 +113,20 @@ void handle_remove_watch(struct fsnw *w, struct watch *lw, bool park)
 	watches_release(&w->watches, lw);
 }
 
+void handle_overflow(struct fsnw *w, enum overflow_source source)
+{
+	switch (source) {
+	case OVERFLOW_KERNEL:
+		w->st.overflows_kernel++;
+		break;
+	case OVERFLOW_UNWATCHED:
+		w->st.overflows_unwatched++;
+		break;
+	}
+	queue_overflow(w->q);
+	PROBE1(overflow, (int)source);
+}
+
 void handle_watch_gone(struct fsnw *w, struct watch *lw)
 {
 	if (lw->zombie)
@@ -349,6 +363,9 @@ static int add_tree(struct fsnw *w, const char *path, uint32_t mask, uint32_t fl
 		return -ENOMEM;
 	ret = tree_add(w, lw);
 	if (ret < 0) {
+		/* A walk that shared a kernel watch drained, and what it read
+		 * for the directories linked so far was queued for this wid. */
+		queue_purge(w->q, &lw->qo);
 		watches_release(&w->watches, lw);
 		return ret;
 	}
@@ -362,10 +379,10 @@ int handle_add(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags)
 	uint64_t t0;
 	int ret;
 
-	w->st.add_calls++;
 	ret = check_add(path, &mask, &flags);
 	if (ret < 0)
 		return ret;
+	w->st.add_calls++;
 	t0 = stats_start(w);
 	if (flags & FSNW_WATCH_TREE)
 		ret = add_tree(w, path, mask, flags, &lw);
@@ -478,7 +495,7 @@ FSNW_EXPORT int fsnw_read(struct fsnw *w, struct fsnw_event *evs, size_t max, in
 				return 0;
 			left = (int)((deadline - now + 999999u) / 1000000u);
 		}
-		polls++;
+		polls++; /* counted when the lock is next held */
 		ret = wait_ready(w, left);
 		if (ret < 0)
 			return ret;
@@ -514,8 +531,10 @@ FSNW_EXPORT int fsnw_get_stats(const struct fsnw *w, struct fsnw_stats *st)
 	lock(w);
 	stats_snapshot(w, &snap);
 	unlock(w);
+	/* An older caller gets its prefix; a newer one learns, from size, how
+	 * much this library knows how to fill. */
 	n = st->size < sizeof(snap) ? st->size : sizeof(snap);
-	snap.size = st->size;
+	snap.size = (uint32_t)n;
 	memcpy(st, &snap, n);
 	return 0;
 }

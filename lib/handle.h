@@ -62,6 +62,13 @@ void handle_end_call(struct fsnw *w);
 /* Detach a logical watch from the kernel, drop what it has queued, free it. */
 void handle_remove_watch(struct fsnw *w, struct watch *lw, bool park);
 
+/* Raise FSNW_OVERFLOW for a loss the queue did not see itself. */
+enum overflow_source {
+	OVERFLOW_KERNEL = 1,    /* IN_Q_OVERFLOW / FAN_Q_OVERFLOW */
+	OVERFLOW_UNWATCHED = 2, /* a tree could not follow a new directory */
+};
+void handle_overflow(struct fsnw *w, enum overflow_source source);
+
 /* Queue FSNW_IGNORED for lw and hold its wid until the caller reads it. */
 void handle_watch_gone(struct fsnw *w, struct watch *lw);
 

@@ -199,9 +199,19 @@ static void clear_excl_unlink(struct fsnw *w, struct kwatch *kw, int dirfd, cons
 int inodes_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
 		struct kkey *key, uint64_t t0)
 {
-	int ret = w->be->mark(w, dirfd, path, kmask, flags, 0, key);
+	int ret;
 
+	for (;;) {
+		ret = w->be->mark(w, dirfd, path, kmask, flags, 0, key);
+		if (ret != -ENOSPC || !w->inodes.nparked)
+			break;
+		/* Parked watches count against the kernel's watch limit: give
+		 * the oldest back rather than fail the caller. */
+		w->st.idle_evictions++;
+		kwatch_remove(w, list_last(&w->inodes.idle, struct kwatch, lru));
+	}
 	stats_end(w, &w->st.lat_kernel_mark, t0);
+	PROBE2(mark, ret, kmask);
 	return ret;
 }
 
@@ -258,7 +268,6 @@ int inodes_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int di
 		return -ENOMEM;
 	}
 	if (!existed) {
-		PROBE2(mark, kw->wd, kmask);
 		l->origin = LINK_NEW;
 	} else if (kw->parked) {
 		kwatch_revive(w, kw);
@@ -267,7 +276,11 @@ int inodes_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int di
 		w->st.dedup_hits++;
 		l->origin = LINK_SHARED;
 	}
-	if (existed && kw->excl_unlink && !(flags & FSNW_WATCH_EXCL_UNLINK))
+	/* The kernel keeps one IN_EXCL_UNLINK per inode, and an adding mark can
+	 * only set it. When this watch and the kernel watch disagree the inode
+	 * goes without: a watch that wanted it sees extra events, where the
+	 * other way round a watch would lose some. */
+	if (existed && kw->excl_unlink != ((flags & FSNW_WATCH_EXCL_UNLINK) != 0))
 		clear_excl_unlink(w, kw, dirfd, path, kmask, flags);
 	kw->kmask |= kmask;
 
@@ -349,9 +362,7 @@ void inodes_dispatch(struct fsnw *w, const struct kevent *ev)
 
 	w->st.events_read++;
 	if (ev->mask & FSNW_OVERFLOW) {
-		w->st.overflows_kernel++;
-		queue_overflow(w->q);
-		PROBE1(overflow, 1);
+		handle_overflow(w, OVERFLOW_KERNEL);
 		return;
 	}
 	kw = ev->key ? find(&w->inodes, ev->key, ev->keylen) : NULL;

@@ -5,6 +5,7 @@
 #include "alloc.h"
 #include "htab.h"
 #include "list.h"
+#include "probes.h"
 #include "queue.h"
 
 #define KEY_INLINE_NAME 40
@@ -380,8 +381,10 @@ drop:
 		list_add(&k->pool, &q->free_keys);
 	}
 	q->c.dropped_full++;
-	if (!q->overflow_pending)
+	if (!q->overflow_pending) {
 		q->c.overflows++;
+		PROBE1(overflow, 0);
+	}
 	raise_overflow(q);
 	return QUEUE_DROPPED;
 }

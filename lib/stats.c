@@ -127,7 +127,8 @@ static const struct {
 	COUNTER(events_read), COUNTER(events_queued), COUNTER(events_delivered),
 	COUNTER(events_merged), COUNTER(events_synthetic), COUNTER(dropped_removed),
 	COUNTER(dropped_parked), COUNTER(dropped_queue_full), COUNTER(dropped_stale),
-	COUNTER(overflows_kernel), COUNTER(overflows_queue), COUNTER(queue_depth),
+	COUNTER(overflows_kernel), COUNTER(overflows_queue), COUNTER(overflows_unwatched),
+	COUNTER(queue_depth),
 	COUNTER(queue_high_water),
 };
 

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,6 +16,9 @@
 
 struct tree {
 	struct htab by_path; /* its links, by path */
+	/* A relative root is resolved against the directory current at the
+	 * add: new directories found later must not depend on a chdir since. */
+	struct strref *abs_root; /* NULL when the root path is absolute */
 	struct link *root;
 	dev_t root_dev;      /* FSNW_WATCH_ONE_FS */
 	uint32_t kmask;      /* the caller's mask and what following directories needs */
@@ -94,7 +98,8 @@ static bool vanished(int err)
  * already, or reachable twice (bind mounts) and watched once per tree. A
  * link left at the same path by a directory since replaced gives way.
  */
-static int attach_dir(struct walk *wk, struct strref *path, uint32_t flags, struct link **out)
+static int attach_dir(struct walk *wk, struct strref *path, const struct strref *real,
+		      uint32_t flags, struct link **out)
 {
 	struct link *l, *stale;
 	int ret;
@@ -103,7 +108,7 @@ static int attach_dir(struct walk *wk, struct strref *path, uint32_t flags, stru
 	ret = htab_reserve(&wk->t->by_path, 1);
 	if (ret < 0)
 		return ret;
-	ret = inodes_attach(wk->w, wk->lw, AT_FDCWD, path->s, wk->t->kmask,
+	ret = inodes_attach(wk->w, wk->lw, AT_FDCWD, real->s, wk->t->kmask,
 			    flags | FSNW_WATCH_ONLYDIR, path, &l);
 	if (ret < 0)
 		return vanished(ret) ? 0 : ret;
@@ -187,11 +192,12 @@ static int read_dir(struct walk *wk, int fd, struct link *l, char **names, size_
 }
 
 /*
- * Watch the directory `name` under parentfd (path is its full path) and,
- * depth first, everything below it. Entries that vanish are skipped.
+ * Watch the directory `name` under parentfd and, depth first, everything
+ * below it. path is what its events report, real the path that resolves it
+ * (the same unless the root was relative). Entries that vanish are skipped.
  */
 static int walk(struct walk *wk, int parentfd, const char *name, struct strref *path,
-		uint32_t flags, int depth)
+		struct strref *real, uint32_t flags, int depth)
 {
 	char *names = NULL;
 	size_t len = 0;
@@ -220,7 +226,10 @@ static int walk(struct walk *wk, int parentfd, const char *name, struct strref *
 			goto out;
 		}
 	}
-	ret = attach_dir(wk, path, depth ? FSNW_WATCH_DONT_FOLLOW : flags, &l);
+	/* Below the root, symlinks are never followed. */
+	ret = attach_dir(wk, path, real,
+			 depth ? FSNW_WATCH_DONT_FOLLOW | (flags & FSNW_WATCH_EXCL_UNLINK) : flags,
+			 &l);
 	if (ret < 0 || !l) {
 		/* The root must be watched; a subdirectory may vanish. */
 		if (!depth && !ret)
@@ -231,14 +240,14 @@ static int walk(struct walk *wk, int parentfd, const char *name, struct strref *
 		wk->t->root = l;
 	ret = read_dir(wk, fd, l, &names, &len);
 	for (size_t off = 0; ret == 0 && off < len; off += strlen(names + off) + 1) {
-		struct strref *sub = strref_join(path, names + off, strlen(names + off));
+		const char *sname = names + off;
+		struct strref *sub = strref_join(path, sname, strlen(sname));
+		struct strref *subreal = real == path ? strref_get(sub) :
+				sub ? strref_join(real, sname, strlen(sname)) : NULL;
 
-		if (!sub) {
-			ret = -ENOMEM;
-			break;
-		}
-		ret = walk(wk, fd, names + off, sub, flags, depth + 1);
+		ret = sub && subreal ? walk(wk, fd, sname, sub, subreal, flags, depth + 1) : -ENOMEM;
 		strref_put(sub);
+		strref_put(subreal);
 	}
 out:
 	fsnw_free(names);
@@ -247,17 +256,27 @@ out:
 	return ret;
 }
 
-static int walk_from(struct fsnw *w, struct watch *lw, int parentfd, const char *name,
-		     struct strref *path, bool synthetic, int depth)
+/* The path that resolves a directory of the tree, whatever the current directory. */
+static struct strref *real_path(const struct watch *lw, struct strref *path)
+{
+	if (!lw->tree->abs_root)
+		return strref_get(path);
+	return strref_rebase(path, lw->path->len, lw->tree->abs_root);
+}
+
+static int walk_from(struct fsnw *w, struct watch *lw, struct strref *path, bool synthetic,
+		     int depth)
 {
 	struct walk wk = { w, lw, lw->tree, synthetic, NULL };
-	int ret;
+	struct strref *real = real_path(lw, path);
+	int ret = -ENOMEM;
 
 	wk.dents = fsnw_malloc(DENTS_BUF);
-	if (!wk.dents)
-		return -ENOMEM;
-	ret = walk(&wk, parentfd, name, path, lw->flags & FSNW_WATCH_DONT_FOLLOW, depth);
+	if (wk.dents && real)
+		ret = walk(&wk, AT_FDCWD, real->s, path, real,
+			   lw->flags & (FSNW_WATCH_DONT_FOLLOW | FSNW_WATCH_EXCL_UNLINK), depth);
 	fsnw_free(wk.dents);
+	strref_put(real);
 	return ret;
 }
 
@@ -296,6 +315,7 @@ void tree_remove(struct fsnw *w, struct watch *lw, bool park)
 	list_for_each_safe(pos, tmp, &lw->links)
 		unindex_and_detach(w, t, list_entry(pos, struct link, wnode), park);
 	htab_fini(&t->by_path);
+	strref_put(t->abs_root);
 	fsnw_free(t);
 	lw->tree = NULL;
 }
@@ -316,6 +336,20 @@ void tree_undo(struct fsnw *w, struct watch *lw)
 	tree_remove(w, lw, false);
 }
 
+static int absolute_root(struct tree *t, const struct strref *path)
+{
+	char *cwd = getcwd(NULL, 0);
+	struct strref *c;
+
+	if (!cwd)
+		return -errno;
+	c = strref_new(cwd, strlen(cwd));
+	free(cwd);
+	t->abs_root = c ? strref_join(c, path->s, path->len) : NULL;
+	strref_put(c);
+	return t->abs_root ? 0 : -ENOMEM;
+}
+
 int tree_add(struct fsnw *w, struct watch *lw)
 {
 	struct tree *t = fsnw_calloc(1, sizeof(*t));
@@ -326,9 +360,16 @@ int tree_add(struct fsnw *w, struct watch *lw)
 	htab_init(&t->by_path);
 	t->kmask = lw->mask | TREE_KMASK;
 	lw->tree = t;
+	if (lw->path->s[0] != '/') {
+		ret = absolute_root(t, lw->path);
+		if (ret < 0) {
+			tree_remove(w, lw, false);
+			return ret;
+		}
+	}
 	/* Directory changes seen by drains during the walk wait for its end. */
 	w->tree_busy++;
-	ret = walk_from(w, lw, AT_FDCWD, lw->path->s, lw->path, false, 0);
+	ret = walk_from(w, lw, lw->path, false, 0);
 	w->tree_busy--;
 	if (ret < 0) {
 		tree_undo(w, lw);
@@ -356,7 +397,7 @@ static void add_job(struct fsnw *w, struct watch *lw, enum job_kind kind, uint32
 	if (!j) {
 		/* A directory we cannot follow means events we will not see. */
 		strref_put(path);
-		queue_overflow(w->q);
+		handle_overflow(w, OVERFLOW_UNWATCHED);
 		return;
 	}
 	j->lw = lw;
@@ -389,7 +430,7 @@ void tree_note_event(struct fsnw *w, struct link *l, const struct kevent *ev)
 		return;
 	path = strref_join(l->path, ev->name, ev->namelen);
 	if (!path) {
-		queue_overflow(w->q);
+		handle_overflow(w, OVERFLOW_UNWATCHED);
 		return;
 	}
 	if (ev->mask & FSNW_CREATE) {
@@ -437,7 +478,7 @@ static void rename_subtree(struct fsnw *w, struct watch *lw, const struct strref
 			continue;
 		np = strref_rebase(l->path, from->len, to);
 		if (!np) {
-			queue_overflow(w->q);
+			handle_overflow(w, OVERFLOW_UNWATCHED);
 			continue;
 		}
 		htab_remove(&t->by_path, &l->tnode);
@@ -451,10 +492,10 @@ static void watch_new_dir(struct fsnw *w, struct watch *lw, struct strref *path,
 {
 	int ret;
 
-	ret = walk_from(w, lw, AT_FDCWD, path->s, path, synthetic, 1);
+	ret = walk_from(w, lw, path, synthetic, 1);
 	if (ret < 0 && !vanished(ret))
 		/* Events below it will be missed: say so. */
-		queue_overflow(w->q);
+		handle_overflow(w, OVERFLOW_UNWATCHED);
 }
 
 void tree_process_pending(struct fsnw *w)

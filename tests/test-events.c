@@ -275,6 +275,51 @@ START_TEST(kernel_overflow)
 }
 END_TEST
 
+/*
+ * inotify keeps one IN_EXCL_UNLINK per inode: a watch that asks for it must
+ * not take events of unlinked children away from one that does not.
+ */
+START_TEST(excl_unlink_does_not_spread)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char p[PATH_MAX];
+	struct ev *evs;
+	int plain, excl, n, fd;
+
+	if (test_backend != FSNW_BACKEND_INOTIFY) {
+		/* fanotify has no such flag; the library documents that. */
+		ck_assert_int_gt(fsnw_add(w, dir, FSNW_MODIFY, FSNW_WATCH_EXCL_UNLINK), 0);
+		goto out;
+	}
+	for (int order = 0; order < 2; order++) {
+		if (order == 0) {
+			plain = fsnw_add(w, dir, FSNW_MODIFY, 0);
+			excl = fsnw_add(w, dir, FSNW_MODIFY, FSNW_WATCH_EXCL_UNLINK);
+		} else {
+			excl = fsnw_add(w, dir, FSNW_MODIFY, FSNW_WATCH_EXCL_UNLINK);
+			plain = fsnw_add(w, dir, FSNW_MODIFY, 0);
+		}
+		ck_assert_int_gt(plain, 0);
+		ck_assert_int_gt(excl, 0);
+		fd = open(pjoin(p, dir, "f"), O_CREAT | O_WRONLY, 0644);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(unlink(p), 0);
+		ck_assert_int_eq(write(fd, "x", 1), 1);
+		close(fd);
+		n = collect(w, &evs, 16, 300);
+		dump_evs(evs, n);
+		ck_assert_int_eq(count_ev(evs, n, plain, FSNW_MODIFY, "f"), 1);
+		evs_free(evs);
+		fsnw_remove(w, plain);
+		fsnw_remove(w, excl);
+	}
+out:
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 TEST_SUITE(events)
 {
 	Suite *s = suite_create("events");
@@ -287,5 +332,6 @@ TEST_SUITE(events)
 	ADD_TEST(s, remove_after_kernel_drop);
 	ADD_TEST(s, oneshot);
 	ADD_TEST(s, kernel_overflow);
+	ADD_TEST(s, excl_unlink_does_not_spread);
 	return s;
 }

@@ -295,10 +295,11 @@ START_TEST(size_rule)
 	ck_assert_uint_eq(u.st.logical_watches, 1);
 	for (size_t i = old; i < sizeof(u); i++)
 		ck_assert_uint_eq(u.bytes[i], 0xaa);
-	/* A newer caller's larger struct: we fill what we know. */
+	/* A newer caller's larger struct: we fill what we know, and say so. */
 	u.st.size = sizeof(u.st) + 64;
 	ck_assert_int_eq(fsnw_get_stats(w, &u.st), 0);
 	ck_assert_uint_eq(u.st.kernel_watches, 1);
+	ck_assert_uint_eq(u.st.size, sizeof(u.st));
 	fsnw_close(w);
 }
 END_TEST

@@ -286,6 +286,36 @@ START_TEST(one_fs)
 }
 END_TEST
 
+/* A relative root keeps following new directories after the caller's chdir. */
+START_TEST(relative_root_after_chdir)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char p[PATH_MAX], cwd[PATH_MAX];
+	struct ev *evs;
+	int wid, n;
+
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	make_dir(dir, "rel");
+	ck_assert_int_eq(chdir(dir), 0);
+	wid = fsnw_add(w, "rel", FSNW_CREATE, FSNW_WATCH_TREE);
+	ck_assert_int_gt(wid, 0);
+	ck_assert_int_eq(chdir("/"), 0);
+	make_dir(pjoin(p, dir, "rel"), "new");
+	touch(pjoin(p, dir, "rel/new"), "f");
+	n = collect(w, &evs, 16, 300);
+	dump_evs(evs, n);
+	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, "rel", "new"), 0);
+	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE, "rel/new", "f"), 0);
+	ck_assert_uint_eq(stats_of(w).kernel_watches, 2);
+	ck_assert_uint_eq(stats_of(w).overflows_unwatched, 0);
+	evs_free(evs);
+	ck_assert_int_eq(chdir(cwd), 0);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 TEST_SUITE(tree)
 {
 	Suite *s = suite_create("tree");
@@ -297,5 +327,6 @@ TEST_SUITE(tree)
 	ADD_TEST(s, deleted_subdir_released);
 	ADD_TEST(s, symlinks_not_followed);
 	ADD_TEST(s, one_fs);
+	ADD_TEST(s, relative_root_after_chdir);
 	return s;
 }
