@@ -1,0 +1,737 @@
+/* SPDX-License-Identifier: MIT */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "envrec.h"
+#include "harness.h"
+#include "svg.h"
+#include "table.h"
+
+/*
+ * Interrupted runs must not leave the scratch directory (it may hold
+ * 100,000 files) in /dev/shm. Removing a tree is not async-signal-safe, but
+ * execve is: the handler becomes a shell that removes it, then dies of the
+ * same signal so the caller still sees how the run ended.
+ */
+static char *cleanup_argv[2][7];
+
+static void on_signal(int sig)
+{
+	execv("/bin/sh", cleanup_argv[sig == SIGTERM]);
+	_exit(128 + sig);
+}
+
+static void catch_signals(const char *dir)
+{
+	static const char *const names[2] = { "INT", "TERM" };
+	struct sigaction sa;
+
+	for (int i = 0; i < 2; i++) {
+		char **a = cleanup_argv[i];
+
+		a[0] = "sh";
+		a[1] = "-c";
+		a[2] = "rm -rf -- \"$1\"; trap - \"$2\"; kill -s \"$2\" $$";
+		a[3] = "fsnw-bench";
+		a[4] = (char *)dir;
+		a[5] = (char *)names[i];
+		a[6] = NULL;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+void bench_default_signals(void)
+{
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+static void remove_scratch(struct bench *b)
+{
+	if (!b->dir)
+		return;
+	bench_default_signals();
+	nftw(b->dir, rm_entry, 64, FTW_DEPTH | FTW_PHYS);
+	free(b->dir);
+	b->dir = NULL;
+}
+
+static const char *default_dir(void)
+{
+	struct stat st;
+	const char *t;
+
+	/* tmpfs is what the seeds measure; /dev/shm is tmpfs almost everywhere. */
+	if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0)
+		return "/dev/shm";
+	t = getenv("TMPDIR");
+	return t && *t ? t : "/tmp";
+}
+
+/* Every CPU of --cpus must take a pinned thread now, or the run fails before it starts. */
+static int check_cpus(struct bench *b)
+{
+	const struct long_list *l = &b->o->cpus;
+
+	for (int i = 0; i < l->n; i++) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		if (l->v[i] >= CPU_SETSIZE) {
+			fprintf(stderr, "fsnw-bench: --cpus: CPU %ld is out of range\n", l->v[i]);
+			return -1;
+		}
+		CPU_SET((int)l->v[i], &set);
+		if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+			fprintf(stderr, "fsnw-bench: cannot pin a thread to CPU %ld: %s\n", l->v[i],
+				strerror(errno));
+			sched_setaffinity(0, sizeof(b->affinity), &b->affinity);
+			return -1;
+		}
+	}
+	sched_setaffinity(0, sizeof(b->affinity), &b->affinity);
+	return 0;
+}
+
+void read_loadavg(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	if (!f || !fgets(buf, (int)len, f))
+		snprintf(buf, len, "?");
+	buf[strcspn(buf, "\n")] = '\0';
+	if (f)
+		fclose(f);
+}
+
+int bench_init(struct bench *b, const struct bench_opts *o)
+{
+	struct utsname u;
+	char tmpl[4096];
+	const char *parent = o->dir ? o->dir : default_dir();
+
+	memset(b, 0, sizeof(*b));
+	b->o = o;
+	b->tables = true;
+	b->tty = isatty(STDERR_FILENO);
+	if (uname(&u) == 0)
+		snprintf(b->kernel, sizeof(b->kernel), "%s", u.release);
+	if (sched_getaffinity(0, sizeof(b->affinity), &b->affinity) < 0)
+		CPU_ZERO(&b->affinity);
+	b->ncpu = CPU_COUNT(&b->affinity);
+	if (b->ncpu < 1)
+		b->ncpu = 1;
+	if (check_cpus(b) < 0)
+		return -1;
+	read_loadavg(b->loadavg, sizeof(b->loadavg));
+	snprintf(tmpl, sizeof(tmpl), "%s/fsnw-bench.XXXXXX", parent);
+	if (!mkdtemp(tmpl)) {
+		fprintf(stderr, "fsnw-bench: cannot make a scratch directory in %s: %s\n", parent,
+			strerror(errno));
+		return -1;
+	}
+	b->dir = strdup(tmpl);
+	if (!b->dir)
+		return -1;
+	catch_signals(b->dir);
+	if (o->csv) {
+		b->csv = csv_open(o->csv);
+		if (!b->csv) {
+			fprintf(stderr, "fsnw-bench: --csv %s: %s\n", o->csv, strerror(errno));
+			remove_scratch(b);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void bench_fini(struct bench *b)
+{
+	int err;
+
+	if (b->csv) {
+		char env[4096];
+
+		if (fclose(b->csv) != 0) {
+			fprintf(stderr, "fsnw-bench: writing %s: %s\n", b->o->csv, strerror(errno));
+			b->failures++;
+		}
+		b->csv = NULL;
+		snprintf(env, sizeof(env), "%s.env", b->o->csv);
+		err = envrec_write(env, b);
+		if (err < 0) {
+			fprintf(stderr, "fsnw-bench: writing %s: %s\n", env, strerror(-err));
+			b->failures++;
+		}
+	}
+	if (b->o->svg) {
+		if (!b->ncharts) {
+			fprintf(stderr, "fsnw-bench: --svg: this run measured nothing to draw\n");
+		} else if ((err = svg_write(b->o->svg, b->charts, b->ncharts)) < 0) {
+			fprintf(stderr, "fsnw-bench: writing %s: %s\n", b->o->svg, strerror(-err));
+			b->failures++;
+		}
+	}
+	charts_free(b->charts, b->ncharts);
+	b->charts = NULL;
+	b->ncharts = 0;
+	remove_scratch(b);
+	free(b->rows);
+	free(b->skips);
+	b->rows = NULL;
+	b->skips = NULL;
+}
+
+void bench_fatal(struct bench *b, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("fsnw-bench: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (b && b->csv)
+		fflush(b->csv);
+	if (b)
+		remove_scratch(b);
+	_exit(1);
+}
+
+static void progress_clear(struct bench *b)
+{
+	if (b->progress_shown && b->tty)
+		fputs("\r\033[K", stderr);
+	b->progress_shown = false;
+}
+
+void bench_begin(struct bench *b, const char *scenario, const char *scale)
+{
+	b->scenario = scenario;
+	b->scale = scale;
+	b->scen_start = now_ns();
+	b->last_progress = 0;
+	b->progress_shown = false;
+}
+
+void bench_end(struct bench *b)
+{
+	progress_clear(b);
+	if (!b->o->quiet && now_ns() - b->scen_start > 2000000000u)
+		fprintf(stderr, "%s: done in %.1f s\n", b->scenario,
+			(double)(now_ns() - b->scen_start) / 1e9);
+	if (b->tables)
+		bench_print_table(b, b->scenario);
+	b->scenario = NULL;
+}
+
+void bench_rounds(const struct bench *b, int def_warmup, int def_rounds, int *warmup,
+		  int *rounds)
+{
+	*warmup = b->o->warmup >= 0 ? b->o->warmup : def_warmup;
+	*rounds = b->o->rounds >= 1 ? b->o->rounds : def_rounds;
+}
+
+static void copy(char *dst, size_t cap, const char *src)
+{
+	snprintf(dst, cap, "%s", src);
+}
+
+/*
+ * A test aid: FSNW_BENCH_FAIL_VARIANT=scenario/variant marks every round of
+ * that variant failed, so the test suite can see a failed check reach the
+ * CSV and the exit status without breaking the kernel on purpose.
+ */
+static bool injected_failure(const struct bench *b, const char *variant)
+{
+	const char *v = getenv("FSNW_BENCH_FAIL_VARIANT");
+	size_t n = strlen(b->scenario);
+
+	return v && !strncmp(v, b->scenario, n) && v[n] == '/' && !strcmp(v + n + 1, variant);
+}
+
+void bench_record(struct bench *b, const char *variant, long workers, int round,
+		  const char *metric, double value, const char *unit, bool ok)
+{
+	struct row *r;
+
+	if (b->nrows == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 256;
+		struct row *n = realloc(b->rows, cap * sizeof(*n));
+
+		if (!n)
+			bench_fatal(b, "out of memory");
+		b->rows = n;
+		b->cap = cap;
+	}
+	r = &b->rows[b->nrows++];
+	memset(r, 0, sizeof(*r));
+	copy(r->scenario, sizeof(r->scenario), b->scenario);
+	copy(r->variant, sizeof(r->variant), variant);
+	copy(r->kernel, sizeof(r->kernel), b->kernel);
+	copy(r->metric, sizeof(r->metric), metric);
+	copy(r->unit, sizeof(r->unit), unit);
+	r->workers = workers;
+	r->round = round;
+	r->value = value;
+	if (ok && injected_failure(b, variant)) {
+		bench_fail(b, variant, workers, round, "%s: failure injected by "
+			   "FSNW_BENCH_FAIL_VARIANT", metric);
+		ok = false;
+	}
+	r->ok = ok;
+	if (b->csv)
+		csv_write(b->csv, r);
+}
+
+void bench_fail(struct bench *b, const char *variant, long workers, int round,
+		const char *fmt, ...)
+{
+	va_list ap;
+
+	progress_clear(b);
+	b->failures++;
+	if (round > 0)
+		fprintf(stderr, "FAIL %s %s %s=%ld round %d: ", b->scenario, variant,
+			b->scale ? b->scale : "workers", workers, round);
+	else
+		fprintf(stderr, "FAIL %s %s %s=%ld (set-up or warm-up): ", b->scenario, variant,
+			b->scale ? b->scale : "workers", workers);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void bench_skip(struct bench *b, const char *variant, const char *fmt, ...)
+{
+	struct skip *s, *n;
+	va_list ap;
+
+	if (bench_skipped(b, b->scenario, variant))
+		return;
+	n = realloc(b->skips, (b->nskips + 1) * sizeof(*n));
+	if (!n)
+		bench_fatal(b, "out of memory");
+	b->skips = n;
+	s = &b->skips[b->nskips++];
+	copy(s->scenario, sizeof(s->scenario), b->scenario);
+	copy(s->variant, sizeof(s->variant), variant);
+	va_start(ap, fmt);
+	vsnprintf(s->reason, sizeof(s->reason), fmt, ap);
+	va_end(ap);
+	progress_clear(b);
+	fprintf(stderr, "skip %s %s: %s\n", s->scenario, s->variant, s->reason);
+}
+
+bool bench_skipped(const struct bench *b, const char *scenario, const char *variant)
+{
+	for (size_t i = 0; i < b->nskips; i++)
+		if (!strcmp(b->skips[i].scenario, scenario) &&
+		    !strcmp(b->skips[i].variant, variant))
+			return true;
+	return false;
+}
+
+void bench_progress(struct bench *b, const char *fmt, ...)
+{
+	uint64_t now = now_ns();
+	va_list ap;
+
+	if (b->o->quiet)
+		return;
+	/* Quiet for the first second; then at most 5 updates a second on a
+	 * terminal, one line every 2 s into a log. */
+	if (now - b->scen_start < 1000000000u)
+		return;
+	if (now - b->last_progress < (b->tty ? 200000000u : 2000000000u))
+		return;
+	b->last_progress = now;
+	fputs(b->tty ? "\r\033[K" : "", stderr);
+	fprintf(stderr, "%s %5.1fs: ", b->scenario, (double)(now - b->scen_start) / 1e9);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (!b->tty)
+		fputc('\n', stderr);
+	b->progress_shown = true;
+}
+
+static bool row_matches(const struct row *r, const char *scenario, const char *variant,
+			long workers, const char *metric)
+{
+	return !strcmp(r->scenario, scenario) && !strcmp(r->variant, variant) &&
+	       r->workers == workers && !strcmp(r->metric, metric);
+}
+
+bool bench_summary(const struct bench *b, const char *scenario, const char *variant,
+		   long workers, const char *metric, struct summary *s)
+{
+	double *v = malloc((b->nrows + 1) * sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return false;
+	for (size_t i = 0; i < b->nrows; i++)
+		if (row_matches(&b->rows[i], scenario, variant, workers, metric))
+			v[n++] = b->rows[i].value;
+	summary_of(v, n, s);
+	free(v);
+	return n > 0;
+}
+
+double bench_median(const struct bench *b, const char *scenario, const char *variant,
+		    long workers, const char *metric)
+{
+	struct summary s;
+
+	return bench_summary(b, scenario, variant, workers, metric, &s) ? s.median : NAN;
+}
+
+bool bench_key_ok(const struct bench *b, const char *scenario, const char *variant,
+		  long workers, const char *metric)
+{
+	for (size_t i = 0; i < b->nrows; i++)
+		if (row_matches(&b->rows[i], scenario, variant, workers, metric) && !b->rows[i].ok)
+			return false;
+	return true;
+}
+
+void bench_print_table(const struct bench *b, const char *scenario)
+{
+	const char *heads[] = { "variant", b->scale ? b->scale : "workers", "metric", "median",
+				"mean", "cv%", "unit", "n", "checks" };
+	struct table t;
+	bool any = false;
+
+	table_init(&t, "lrlrrrlrl", heads);
+	for (size_t i = 0; i < b->nrows; i++) {
+		const struct row *r = &b->rows[i];
+		struct summary s;
+		char m[32], a[32], c[32];
+		bool seen = false, ok;
+		int bad = 0;
+
+		if (strcmp(r->scenario, scenario))
+			continue;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = row_matches(&b->rows[j], scenario, r->variant, r->workers,
+					   r->metric);
+		if (seen)
+			continue;
+		bench_summary(b, scenario, r->variant, r->workers, r->metric, &s);
+		for (size_t j = i; j < b->nrows; j++)
+			if (row_matches(&b->rows[j], scenario, r->variant, r->workers, r->metric) &&
+			    !b->rows[j].ok)
+				bad++;
+		ok = bad == 0;
+		table_cell(&t, "%s", r->variant);
+		table_cell(&t, "%ld", r->workers);
+		table_cell(&t, "%s", r->metric);
+		table_cell(&t, "%s", fmt_num(m, sizeof(m), s.median));
+		table_cell(&t, "%s", fmt_num(a, sizeof(a), s.mean));
+		table_cell(&t, "%s", isnan(s.cv) ? "-" : (snprintf(c, sizeof(c), "%.1f", s.cv), c));
+		table_cell(&t, "%s", r->unit);
+		table_cell(&t, "%zu", s.n);
+		table_cell(&t, ok ? "ok" : "FAILED %d", bad);
+		any = true;
+	}
+	printf("\n== %s (one run: %s, %d CPUs) ==\n", scenario, b->kernel, b->ncpu);
+	if (any)
+		table_print(&t, stdout);
+	else
+		printf("(nothing measured)\n");
+	for (size_t i = 0; i < b->nskips; i++)
+		if (!strcmp(b->skips[i].scenario, scenario))
+			printf("skipped %s: %s\n", b->skips[i].variant, b->skips[i].reason);
+	table_free(&t);
+	fflush(stdout);
+}
+
+int bench_mkdir(struct bench *b, const char *name, char *path, size_t len)
+{
+	if ((size_t)snprintf(path, len, "%s/%s", b->dir, name) >= len)
+		return -ENAMETOOLONG;
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int bench_make_files(struct bench *b, const char *dir, const char *prefix, long n, size_t size)
+{
+	static const char zero[4096];
+	char path[4096];
+
+	for (long i = 0; i < n; i++) {
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/%s%ld", dir, prefix, i);
+		fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return -errno;
+		for (size_t done = 0; done < size;) {
+			size_t chunk = size - done < sizeof(zero) ? size - done : sizeof(zero);
+			ssize_t w = write(fd, zero, chunk);
+
+			if (w <= 0) {
+				int err = w < 0 ? -errno : -EIO;
+
+				close(fd);
+				return err;
+			}
+			done += (size_t)w;
+		}
+		close(fd);
+		if (!(i & 4095))
+			bench_progress(b, "creating files in %s: %ld/%ld", dir, i, n);
+	}
+	return 0;
+}
+
+int bench_unlink_files(struct bench *b, const char *dir, const char *prefix, long n)
+{
+	char path[4096];
+	int ret = 0;
+
+	for (long i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s%ld", dir, prefix, i);
+		if (unlink(path) < 0 && errno != ENOENT)
+			ret = -errno;
+		if (!(i & 4095))
+			bench_progress(b, "removing files in %s: %ld/%ld", dir, i, n);
+	}
+	return ret;
+}
+
+int bench_cpu(const struct bench *b, int idx)
+{
+	const struct long_list *l = &b->o->cpus;
+
+	if (!l->n)
+		return -1;
+	return (int)l->v[(idx % l->n + l->n) % l->n];
+}
+
+void bench_pin_self(struct bench *b, int idx)
+{
+	int cpu = bench_cpu(b, idx);
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0)
+		bench_fatal(b, "cannot pin the thread to CPU %d: %s", cpu, strerror(errno));
+}
+
+void bench_unpin_self(struct bench *b)
+{
+	if (b->o->cpus.n)
+		sched_setaffinity(0, sizeof(b->affinity), &b->affinity);
+}
+
+struct team_arg {
+	struct team *t;
+	int idx;
+};
+
+static void *team_main(void *p)
+{
+	struct team_arg *a = p;
+	struct team *t = a->t;
+	int idx = a->idx;
+
+	t->fn(t, idx);
+	t->ran_on[idx] = sched_getcpu();
+	return NULL;
+}
+
+void team_start(struct bench *b, struct team *t, int n, int cpu_offset, team_fn fn, void *arg)
+{
+	struct team_arg *args;
+
+	t->b = b;
+	t->n = n;
+	t->fn = fn;
+	t->arg = arg;
+	t->cpu_offset = cpu_offset;
+	t->tid = calloc((size_t)n, sizeof(*t->tid));
+	t->cpu = calloc((size_t)n, sizeof(*t->cpu));
+	t->ran_on = calloc((size_t)n, sizeof(*t->ran_on));
+	args = calloc((size_t)n, sizeof(*args));
+	t->args = args;
+	if (!t->tid || !t->cpu || !t->ran_on || !args)
+		bench_fatal(b, "out of memory");
+	pthread_barrier_init(&t->bar, NULL, (unsigned)n + 1);
+	for (int i = 0; i < n; i++) {
+		pthread_attr_t attr;
+		cpu_set_t set;
+		int err;
+
+		args[i].t = t;
+		args[i].idx = i;
+		t->cpu[i] = bench_cpu(b, cpu_offset + i);
+		pthread_attr_init(&attr);
+		if (t->cpu[i] >= 0) {
+			CPU_ZERO(&set);
+			CPU_SET(t->cpu[i], &set);
+			pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+		}
+		err = pthread_create(&t->tid[i], &attr, team_main, &args[i]);
+		pthread_attr_destroy(&attr);
+		/* Threads already started wait at a barrier sized for all of them:
+		 * nothing can be undone cleanly, and the run is void anyway. */
+		if (err)
+			bench_fatal(b, "cannot start worker %d%s%.0d: %s", i,
+				    t->cpu[i] >= 0 ? " pinned to CPU " : "",
+				    t->cpu[i] >= 0 ? t->cpu[i] : 0, strerror(err));
+	}
+}
+
+void team_sync(struct team *t)
+{
+	pthread_barrier_wait(&t->bar);
+}
+
+int team_join(struct team *t)
+{
+	int moved = 0;
+
+	for (int i = 0; i < t->n; i++) {
+		pthread_join(t->tid[i], NULL);
+		if (t->cpu[i] >= 0 && t->ran_on[i] != t->cpu[i])
+			moved++;
+	}
+	pthread_barrier_destroy(&t->bar);
+	free(t->tid);
+	free(t->cpu);
+	free(t->ran_on);
+	free(t->args);
+	t->tid = NULL;
+	t->cpu = t->ran_on = NULL;
+	t->args = NULL;
+	return moved;
+}
+
+long read_sysctl(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long v = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* inotify instances held by processes of our effective uid, as /proc shows them. */
+static long inotify_in_use(void)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *de;
+	uid_t me = geteuid();
+	long n = 0;
+
+	if (!proc)
+		return 0;
+	while ((de = readdir(proc))) {
+		char fdpath[300], link[64], target[64];
+		struct stat st;
+		DIR *fds;
+		struct dirent *fe;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		if (fstatat(dirfd(proc), de->d_name, &st, 0) < 0 || st.st_uid != me)
+			continue;
+		snprintf(fdpath, sizeof(fdpath), "/proc/%s/fd", de->d_name);
+		fds = opendir(fdpath);
+		if (!fds)
+			continue;
+		while ((fe = readdir(fds))) {
+			ssize_t len;
+
+			if (fe->d_name[0] == '.')
+				continue;
+			snprintf(link, sizeof(link), "%.40s", fe->d_name);
+			len = readlinkat(dirfd(fds), link, target, sizeof(target) - 1);
+			if (len <= 0)
+				continue;
+			target[len] = '\0';
+			if (!strcmp(target, "anon_inode:inotify"))
+				n++;
+		}
+		closedir(fds);
+	}
+	closedir(proc);
+	return n;
+}
+
+bool bench_inotify_room(struct bench *b, const char *variant, long need)
+{
+	long max = read_sysctl("/proc/sys/fs/inotify/max_user_instances");
+	long used, headroom;
+
+	if (max < 0)
+		return true; /* no such sysctl: let inotify_init1 say */
+	/* Scanning every fd of every process costs milliseconds; rounds ask
+	 * often and the count moves slowly: look again every two seconds. */
+	if (!b->inotify_seen_ns || now_ns() - b->inotify_seen_ns > 2000000000u) {
+		b->inotify_used = inotify_in_use();
+		b->inotify_seen_ns = now_ns();
+	}
+	used = b->inotify_used;
+	/* Other test runs of this user share the limit: leave them an eighth. */
+	headroom = max / 8 > 8 ? max / 8 : 8;
+	if (used + need + headroom <= max)
+		return true;
+	bench_skip(b, variant,
+		   "needs %ld inotify instances; fs.inotify.max_user_instances=%ld, %ld in use by "
+		   "this user, %ld left free for others: sysctl -w "
+		   "fs.inotify.max_user_instances=%ld, or fewer instances (churn: --groups)",
+		   need, max, used, headroom, (used + need + headroom) * 2);
+	return false;
+}
+
+void bench_add_chart(struct bench *b, struct chart *c)
+{
+	struct chart **n;
+
+	if (!c)
+		return;
+	n = realloc(b->charts, (b->ncharts + 1) * sizeof(*n));
+	if (!n) {
+		chart_free(c);
+		return;
+	}
+	b->charts = n;
+	b->charts[b->ncharts++] = c;
+}

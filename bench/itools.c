@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+
+#include "itools.h"
+
+#ifdef HAVE_INOTIFYTOOLS
+#include <inotifytools/inotifytools.h>
+#include <sys/inotify.h>
+
+bool itools_available(char *why, size_t len)
+{
+	(void)why;
+	(void)len;
+	return true;
+}
+
+/* libinotifytools keeps an errno-like value of its own. */
+static int itools_err(void)
+{
+	int e = inotifytools_error();
+
+	return e > 0 ? -e : -EIO;
+}
+
+int itools_init(void)
+{
+	return inotifytools_initialize() ? 0 : itools_err();
+}
+
+int itools_watch_tree(const char *path, uint32_t mask)
+{
+	return inotifytools_watch_recursively(path, (int)mask) ? 0 : itools_err();
+}
+
+int itools_watch(const char *path, uint32_t mask)
+{
+	return inotifytools_watch_file(path, (int)mask) ? 0 : itools_err();
+}
+
+long itools_num_watches(void)
+{
+	return inotifytools_get_num_watches();
+}
+
+int itools_next(uint32_t *mask, const char **name)
+{
+	/* A timeout of 0 seconds: select() does not wait. */
+	struct inotify_event *ev = inotifytools_next_event(0);
+
+	if (!ev)
+		return inotifytools_error() ? itools_err() : 0;
+	*mask = ev->mask;
+	*name = ev->len ? ev->name : NULL;
+	return 1;
+}
+
+void itools_cleanup(void)
+{
+	inotifytools_cleanup();
+}
+
+#else
+
+bool itools_available(char *why, size_t len)
+{
+	snprintf(why, len, "fsnw-bench was built without libinotifytools "
+		 "(install libinotifytools0-dev; meson option -Dlibinotifytools=enabled)");
+	return false;
+}
+
+int itools_init(void)
+{
+	return -ENOSYS;
+}
+
+int itools_watch_tree(const char *path, uint32_t mask)
+{
+	(void)path;
+	(void)mask;
+	return -ENOSYS;
+}
+
+int itools_watch(const char *path, uint32_t mask)
+{
+	(void)path;
+	(void)mask;
+	return -ENOSYS;
+}
+
+long itools_num_watches(void)
+{
+	return -ENOSYS;
+}
+
+int itools_next(uint32_t *mask, const char **name)
+{
+	(void)mask;
+	(void)name;
+	return -ENOSYS;
+}
+
+void itools_cleanup(void)
+{
+}
+
+#endif

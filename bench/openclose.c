@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * openclose (seed 002's event-path check): one worker opens and closes one
+ * file N times, modes none / other / parent, with a listener on another CPU
+ * draining the parent watch (raw or through the library). Metric: p50 and
+ * p99 ns per open+close, and ops/s.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "evio.h"
+#include "harness.h"
+#include "reader.h"
+#include "scenarios.h"
+#include "summary.h"
+
+const char *const oc_variant_names[] = { "none", "other", "parent-raw", "parent-lib", NULL };
+
+#define OC_MASK (IN_OPEN | IN_CLOSE_NOWRITE)
+
+static void oc_round(struct bench *b, const char *variant, const char *dir, const char *other,
+		     long N, uint64_t *lat, int m)
+{
+	char path[4200];
+	struct reader r;
+	bool parent = !strncmp(variant, "parent", 6), lib = !strcmp(variant, "parent-lib");
+	uint64_t start, end;
+	long bad = 0;
+	int fd = -1, err = 0;
+	bool ok = true;
+
+	memset(&r, 0, sizeof(r));
+	r.fd = -1;
+	snprintf(path, sizeof(path), "%s/target", dir);
+	if (lib) {
+		err = lib_open(&r.w, FSNW_BACKEND_INOTIFY, 0, 0, 0);
+		if (!err) {
+			r.wid = fsnw_add(r.w, dir, OC_MASK, 0);
+			err = r.wid > 0 ? 0 : r.wid;
+		}
+	} else if (strcmp(variant, "none")) {
+		fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+		if (fd < 0 || inotify_add_watch(fd, parent ? dir : other, OC_MASK) < 0)
+			err = -errno;
+		r.fd = fd;
+	}
+	if (err) {
+		bench_fail(b, variant, 1, m, "set-up: %s", strerror(-err));
+		goto out;
+	}
+	if (parent) {
+		r.mask = OC_MASK;
+		r.prefix = "target";
+		reader_start(b, &r, 1);
+	}
+	start = now_ns();
+	for (long i = 0; i < N; i++) {
+		uint64_t t0 = now_ns();
+		int f = open(path, O_RDONLY | O_CLOEXEC);
+
+		if (f < 0)
+			bad++;
+		else
+			close(f);
+		lat[i] = now_ns() - t0;
+	}
+	end = now_ns();
+	if (parent)
+		reader_stop(&r);
+	if (bad) {
+		bench_fail(b, variant, 1, m, "%ld opens failed", bad);
+		ok = false;
+	}
+	/* inotify merges only identical consecutive events, and opens and
+	 * closes alternate: every one of the 2N events must arrive. */
+	if (parent && (r.counted != 2 * N || r.unexpected || r.overflows || r.err)) {
+		bench_fail(b, variant, 1, m, "listener: %ld events for %ld opens+closes, %ld "
+			   "unexpected, %ld overflows", r.counted, 2 * N, r.unexpected, r.overflows);
+		ok = false;
+	}
+	if (!strcmp(variant, "other")) {
+		struct raw_drained d;
+
+		raw_drain(fd, &d);
+		if (d.ignored || d.other || d.overflows) {
+			bench_fail(b, variant, 1, m, "%ld events on the other directory",
+				   d.ignored + d.other + d.overflows);
+			ok = false;
+		}
+	}
+	if (m > 0) {
+		double ops = (double)N / ((double)(end - start) / 1e9);
+
+		bench_record(b, variant, 1, m, "p50", (double)percentile_u64(lat, (size_t)N, 0.50),
+			     "ns", ok);
+		bench_record(b, variant, 1, m, "p99", (double)percentile_u64(lat, (size_t)N, 0.99),
+			     "ns", ok);
+		bench_record(b, variant, 1, m, "ops/s", ops, "ops/s", ok);
+		if (parent)
+			bench_record(b, variant, 1, m, "events", (double)r.events, "events", ok);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	fsnw_close(r.w);
+	reader_free(&r);
+}
+
+int scen_openclose(struct bench *b)
+{
+	char dir[4096], other[4096];
+	long N = b->o->ops;
+	uint64_t *lat;
+	int warmup, rounds, err;
+
+	bench_begin(b, "openclose", "workers");
+	err = bench_mkdir(b, "oc-files", dir, sizeof(dir));
+	if (!err)
+		err = bench_mkdir(b, "oc-other", other, sizeof(other));
+	if (!err)
+		err = bench_make_files(b, dir, "target", 1, 0);
+	if (!err) {
+		char from[4200], to[4200];
+
+		/* bench_make_files numbers its files: name the one file plainly. */
+		snprintf(from, sizeof(from), "%s/target0", dir);
+		snprintf(to, sizeof(to), "%s/target", dir);
+		err = rename(from, to) < 0 ? -errno : 0;
+	}
+	lat = malloc((size_t)N * sizeof(*lat));
+	if (err || !lat) {
+		bench_fail(b, "none", 1, 0, "set-up: %s", strerror(err ? -err : ENOMEM));
+		free(lat);
+		bench_end(b);
+		return 0;
+	}
+	bench_rounds(b, cli_pick(b->o, 0, 1, 1, 1), (int)cli_pick(b->o, 2, 5, 5, 5), &warmup,
+		     &rounds);
+	bench_pin_self(b, 0);
+	for (int r = 0; r < warmup + rounds; r++)
+		for (int v = 0; oc_variant_names[v]; v++) {
+			const char *name = oc_variant_names[v];
+
+			if (!cli_variant_on(b->o, name) ||
+			    (strcmp(name, "none") && !bench_inotify_room(b, name, 1)))
+				continue;
+			bench_progress(b, "%s round %d/%d", name, r + 1, warmup + rounds);
+			oc_round(b, name, dir, other, N, lat, r - warmup + 1);
+		}
+	bench_unpin_self(b);
+	free(lat);
+	bench_end(b);
+	return 0;
+}

@@ -1,0 +1,180 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The bench area's tests: bench-test.sh CASE FSNW_BENCH FIXTURES_DIR
+# Exit 0 pass, 1 fail, 77 skip. No test looks at how fast anything ran: the
+# machine is shared, and a wall-clock threshold would test the machine.
+set -u
+case_=$1
+bench=$2
+fixtures=$3
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/fsnw-bench-test.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+# run ARGS...: the bench at its tiny size; its output goes to $tmp/out, $tmp/err.
+run() {
+	"$bench" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	cat "$tmp/out"
+	cat "$tmp/err" >&2
+	return $rc
+}
+
+# row PATTERN: the one report line matching PATTERN.
+row() {
+	grep -E -- "$1" "$tmp/out" | head -n 1
+}
+
+# has LINE TEXT...: each TEXT is in LINE.
+has() {
+	line=$1
+	shift
+	[ -n "$line" ] || fail "no such row"
+	for t in "$@"; do
+		case "$line" in
+		*"$t"*) ;;
+		*) fail "expected '$t' in: $line" ;;
+		esac
+	done
+}
+
+case "$case_" in
+report-seeds)
+	# The seeds' published medians give the seeds' published percentages.
+	run report "$fixtures/seed000-parentA.csv" "$fixtures/seed000-child.csv" \
+		"$fixtures/seed000-parentB.csv" || fail "report exited $?"
+	has "$(row ' distinct  ')" 4182.614 4920.865 4274.895 +17.65% +15.11% 2.18% signal
+	has "$(row 'distinct/shared')" 0.248777 0.292725 0.240657 +17.67% +21.64% 3.32% signal
+	run report "$fixtures/seed001-7.0.14-A.csv" "$fixtures/seed001-7.1.3.csv" \
+		"$fixtures/seed001-7.0.14-B.csv" || fail "report exited $?"
+	has "$(row flistxattr)" 218.202 336.14 217.007 +54.47% -0.55% signal
+	# --controls/--candidate pick the runs, in any order of the files.
+	run report --controls 1,3 --candidate 2 "$fixtures/seed001-7.0.14-A.csv" \
+		"$fixtures/seed001-7.1.3.csv" "$fixtures/seed001-7.0.14-B.csv" >/dev/null ||
+		fail "report --controls exited $?"
+	has "$(row flistxattr)" +54.47%
+	;;
+report-gates)
+	run report "$fixtures/seed000-parentA.csv" "$fixtures/seed000-child.csv" \
+		"$fixtures/seed000-parentB.csv" || fail "report exited $?"
+	# Drift of 7.69% between the parents: labelled, changes in parentheses.
+	has "$(row ' shared  ')" "GATE MISS" "drift 7.69% >= 5%" "(+0.20%)"
+	# CV of 30% in every run.
+	has "$(row 'update')" "GATE MISS" "CV 30.0% > 15%"
+	# A round whose checks failed is never a result.
+	has "$(row 'distinct.add')" "GATE MISS" "checks failed in run 2"
+	case "$(row 'distinct.add')" in *signal*) fail "a failed run reported as a signal" ;; esac
+	# The gates are flags.
+	run report --max-cv 40 "$fixtures/seed000-parentA.csv" "$fixtures/seed000-child.csv" \
+		"$fixtures/seed000-parentB.csv" >/dev/null || fail "report exited $?"
+	has "$(row 'update')" "signal"
+	run report --min-change 20 "$fixtures/seed000-parentA.csv" \
+		"$fixtures/seed000-child.csv" "$fixtures/seed000-parentB.csv" >/dev/null ||
+		fail "report exited $?"
+	has "$(row ' distinct  ')" "GATE MISS" "change vs run 1 17.65% < 20%"
+	run report --max-drift 1 "$fixtures/seed000-parentA.csv" \
+		"$fixtures/seed000-child.csv" "$fixtures/seed000-parentB.csv" >/dev/null ||
+		fail "report exited $?"
+	has "$(row ' distinct  ')" "GATE MISS" "drift 2.18% >= 1%"
+	# Two runs: one control, so the drift is unknown and nothing is a signal.
+	run report "$fixtures/seed000-parentA.csv" "$fixtures/seed000-child.csv" >/dev/null ||
+		fail "report exited $?"
+	has "$(row ' distinct  ')" "GATE MISS" "drift unknown"
+	;;
+csv)
+	run xattr --size tiny --quiet --csv "$tmp/run.csv" >/dev/null || fail "xattr exited $?"
+	run churn --size tiny --quiet --variants raw,lib --workers 1 --csv "$tmp/run.csv" \
+		>/dev/null || fail "churn exited $?"
+	[ "$(head -n 1 "$tmp/run.csv")" = \
+		"scenario,variant,kernel,workers,round,metric,value,unit,semantic_ok" ] ||
+		fail "header: $(head -n 1 "$tmp/run.csv")"
+	# Appending to the file does not repeat the header.
+	[ "$(grep -c '^scenario,' "$tmp/run.csv")" -eq 1 ] || fail "the header is repeated"
+	kernel=$(uname -r)
+	awk -F, -v k="$kernel" 'NR > 1 {
+		if (NF != 9) { print "fields: " $0; bad = 1 }
+		if ($3 != k) { print "kernel: " $0; bad = 1 }
+		if ($4 !~ /^[0-9]+$/ || $5 !~ /^[0-9]+$/) { print "workers/round: " $0; bad = 1 }
+		if ($7 !~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/) { print "value: " $0; bad = 1 }
+		if ($9 != "1") { print "semantic_ok: " $0; bad = 1 }
+		n++
+	} END { if (n < 10) { print "only " n " rows"; bad = 1 } exit bad }' "$tmp/run.csv" ||
+		fail "malformed rows"
+	grep -q '^xattr,raw,' "$tmp/run.csv" || fail "no xattr rows"
+	grep -q '^churn,lib,.*,distinct,' "$tmp/run.csv" || fail "no churn lib rows"
+	for key in kernel_release boot_id cmdline cpus_online cpu_model fs_type fs_magic \
+		sysctl.fs.inotify.max_user_instances sysctl.fs.inotify.max_queued_events \
+		sysctl.fs.fanotify.max_queued_events compiler connector_probe connector_tracking; do
+		grep -q "^$key=" "$tmp/run.csv.env" || fail "environment record lacks $key"
+	done
+	grep -q '^fs_type=tmpfs$' "$tmp/run.csv.env" || echo "note: the test dir is not tmpfs" >&2
+	# report reads what a run wrote.
+	run report "$tmp/run.csv" "$tmp/run.csv" >/dev/null || fail "report of a run exited $?"
+	;;
+inject)
+	# A failed check marks its rows and makes the exit status non-zero.
+	FSNW_BENCH_FAIL_VARIANT=xattr/raw run xattr --size tiny --quiet --csv "$tmp/f.csv" \
+		>/dev/null && fail "a failed check exited 0"
+	grep -q ',0$' "$tmp/f.csv" || fail "no row marked semantic_ok=0"
+	grep -q ',1$' "$tmp/f.csv" && fail "a failed round marked ok"
+	grep -q '^failed_checks=[1-9]' "$tmp/f.csv.env" || fail "env record: failed_checks"
+	grep -q 'FAIL xattr raw' "$tmp/err" || fail "no FAIL line on stderr"
+	;;
+pin)
+	# A pin that cannot be made fails the run before it starts.
+	run xattr --size tiny --cpus 1023 >/dev/null && fail "a failed pin exited 0"
+	grep -q 'cannot pin' "$tmp/err" || fail "no reason given"
+	# A pin that can be made is checked by the workers (affinity check).
+	run churn --size tiny --quiet --variants raw --cpus 0 >/dev/null ||
+		fail "pinned churn exited $?"
+	;;
+usage)
+	run churn --writes 5 >/dev/null 2>&1; [ $? -eq 2 ] || fail "a misplaced option: not 2"
+	run churn --variants nosuch >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown variant: not 2"
+	run frobnicate >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown subcommand: not 2"
+	run report only-one.csv >/dev/null 2>&1; [ $? -eq 2 ] || fail "report of one run: not 2"
+	run --help >/dev/null || fail "--help exited $?"
+	;;
+svg)
+	run churn --size tiny --quiet --variants raw,lib,floor --svg "$tmp/c.svg" >/dev/null ||
+		fail "churn exited $?"
+	run merge --size tiny --quiet --variants queue,linear --svg "$tmp/m.svg" >/dev/null ||
+		fail "merge exited $?"
+	for f in "$tmp/c.svg" "$tmp/m.svg"; do
+		grep -q '<svg ' "$f" || fail "$f: not SVG"
+		grep -q '<polyline' "$f" || fail "$f: no line"
+		grep -q 'worker threads\|queue depth' "$f" || fail "$f: no axis label"
+		if command -v python3 >/dev/null; then
+			python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$f" ||
+				fail "$f: not well-formed XML"
+		fi
+	done
+	grep -q '>raw<' "$tmp/c.svg" && grep -q '>lib<' "$tmp/c.svg" || fail "legend"
+	grep -q 'log scale' "$tmp/m.svg" || fail "merge depth axis is not log"
+	;;
+links)
+	# The scenarios measure the shared library as users get it: every
+	# fsnw_* call must resolve to libfsnwatch.so, not to the archive copy.
+	command -v nm >/dev/null || exit 77
+	nm -D "$bench" | grep -q ' U fsnw_open@' || fail "fsnw_open is not taken from the .so"
+	nm "$bench" | grep -q ' [Tt] fsnw_open$' && fail "fsnw_open linked in statically"
+	exit 0
+	;;
+churn | xattr | parent-write | openclose | addwatch-children | merge | quick)
+	# Each scenario at its tiny size: every round's checks must pass.
+	run "$case_" --size tiny --quiet >/dev/null || fail "$case_ exited $?"
+	grep -q FAILED "$tmp/out" && fail "a row is marked FAILED"
+	if grep -q '^skip' "$tmp/err" && ! grep -q ' ok$\|every round passed' "$tmp/out"; then
+		echo "everything was skipped" >&2
+		exit 77
+	fi
+	;;
+*)
+	fail "unknown case $case_"
+	;;
+esac
+exit 0
