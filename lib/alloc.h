@@ -16,7 +16,7 @@ void fsnw_free(void *p);
 
 /* Test hook: the allocation after the next `n` succeeds fails (n < 0: never). */
 void alloc_fail_after(long n);
-/* Test hook: allocations made since the hook was last set. */
+/* Test hook: allocations made by this thread since the hook was last set. */
 long alloc_count(void);
 
 #endif

@@ -60,7 +60,8 @@ static void free_links_of(struct hnode *n, void *arg)
 		struct link *l = list_entry(pos, struct link, knode);
 
 		strref_put(l->path);
-		fsnw_free(l);
+		if (!l->embedded)
+			fsnw_free(l);
 	}
 }
 
@@ -147,7 +148,9 @@ static void link_unlink(struct link *l)
 	l->kw->nlinks--;
 	l->watch->nlinks--;
 	strref_put(l->path);
-	fsnw_free(l);
+	l->path = NULL;
+	if (!l->embedded)
+		fsnw_free(l);
 }
 
 void inodes_detach(struct fsnw *w, struct link *l, bool park)
@@ -255,15 +258,22 @@ int inodes_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int di
 {
 	struct kwatch *kw;
 	struct link *l;
-	bool existed;
+	bool existed, older_events;
 
-	l = fsnw_calloc(1, sizeof(*l));
+	if (!lw->tree && !lw->nlinks) {
+		l = &lw->own;
+		memset(l, 0, sizeof(*l));
+		l->embedded = true;
+	} else {
+		l = fsnw_calloc(1, sizeof(*l));
+	}
 	kw = find(&w->inodes, key->bytes, key->len);
 	existed = kw != NULL;
 	if (!kw && l && htab_reserve(&w->inodes.by_key, 1) == 0)
 		kw = kwatch_new(w, key, flags);
 	if (!l || !kw) {
-		fsnw_free(l);
+		if (l && !l->embedded)
+			fsnw_free(l);
 		inodes_unmark_new(w, key);
 		return -ENOMEM;
 	}
@@ -282,18 +292,22 @@ int inodes_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int di
 	 * other way round a watch would lose some. */
 	if (existed && kw->excl_unlink != ((flags & FSNW_WATCH_EXCL_UNLINK) != 0))
 		clear_excl_unlink(w, kw, dirfd, path, kmask, flags);
+	/* Events still unread in the kernel were asked for by the mask the
+	 * kernel watch had before this add: only if it shares a bit with the
+	 * new watch's can one of them reach it. */
+	older_events = existed && (kw->kmask & kmask & FSNW_ALL_EVENTS);
 	kw->kmask |= kmask;
 
 	l->watch = lw;
 	l->kw = kw;
 	l->path = strref_get(linkpath);
-	l->active = !existed;
+	l->active = !older_events;
 	list_add_tail(&l->knode, &kw->links);
 	list_add_tail(&l->wnode, &lw->links);
 	kw->nlinks++;
 	lw->nlinks++;
 
-	if (existed && !(w->batch_depth && w->batch_drained)) {
+	if (older_events && !(w->batch_depth && w->batch_drained)) {
 		/* Everything the kernel queued before our mark call predates this
 		 * watch: read it now, while the link is not yet live. In a batch
 		 * once is enough: what comes later is concurrent with the call. */
@@ -301,7 +315,7 @@ int inodes_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int di
 		if (w->batch_depth)
 			w->batch_drained = true;
 	}
-	if (existed) {
+	if (older_events) {
 		if (kw->dropped) {
 			/* The object went away during the add. */
 			inodes_detach(w, l, false);
@@ -379,21 +393,22 @@ void inodes_dispatch(struct fsnw *w, const struct kevent *ev)
 	list_for_each_safe(pos, tmp, &kw->links) {
 		struct link *l = list_entry(pos, struct link, knode);
 		struct watch *lw = l->watch;
-		uint32_t mask;
+		uint32_t mask, wanted;
 
 		if (!l->active)
 			continue;
 		heard = true;
+		mask = ev->mask & (lw->mask | FSNW_ISDIR | FSNW_UNMOUNT);
+		wanted = mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT);
+		if (wanted && queue_push(w->q, &lw->qo, l->path, mask, ev->cookie, ev->name,
+					 ev->namelen, 0) == QUEUE_MERGED)
+			PROBE2(merge, lw->qo.wid, mask);
+		/* After the push: the event reports the path it happened at, and a
+		 * tree may now rename or drop l. */
 		if (lw->tree)
 			tree_note_event(w, l, ev);
-		mask = ev->mask & (lw->mask | FSNW_ISDIR | FSNW_UNMOUNT);
-		if (!(mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT)))
-			continue;
-		if (queue_push(w->q, &lw->qo, l->path, mask, ev->cookie, ev->name, ev->namelen, 0) ==
-		    QUEUE_MERGED)
-			PROBE2(merge, lw->qo.wid, mask);
 		/* A oneshot watch has a single link: l goes, tmp stays valid. */
-		if (lw->flags & FSNW_WATCH_ONESHOT)
+		else if (wanted && (lw->flags & FSNW_WATCH_ONESHOT))
 			handle_watch_gone(w, lw);
 	}
 	kw->nlinks--;

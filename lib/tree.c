@@ -22,24 +22,25 @@ struct tree {
 	struct link *root;
 	dev_t root_dev;      /* FSNW_WATCH_ONE_FS */
 	uint32_t kmask;      /* the caller's mask and what following directories needs */
+	unsigned moving;     /* links with a MOVED_FROM awaiting its MOVED_TO or MOVE_SELF */
 };
 
-/* A directory change seen during a drain, acted on once the drain is over
- * (attaching inside dispatch would re-enter the kernel read). */
+/*
+ * A new directory seen during a drain is walked once the drain is over:
+ * attaching inside dispatch would re-enter the kernel read. Renames and
+ * departures need no syscall and are applied as their events are read, so
+ * the events that follow them already carry the right paths.
+ */
 enum job_kind {
-	JOB_NEW,       /* created: watch it and report what it already holds */
-	JOB_MOVED_IN,  /* moved in from outside: watch it */
-	JOB_MOVED_OUT, /* moved from here: forget it unless its MOVED_TO pairs it */
-	JOB_RENAMED,   /* moved within the tree: its links get the new paths */
+	JOB_NEW,      /* created: watch it and report what it already holds */
+	JOB_MOVED_IN, /* moved in from outside: watch it */
 };
 
 struct job {
 	struct list node;
 	struct watch *lw;
 	enum job_kind kind;
-	uint32_t cookie;
-	struct strref *path;    /* the directory (the old path for a rename) */
-	struct strref *newpath; /* JOB_RENAMED */
+	struct strref *path; /* the directory */
 };
 
 /* Scratch shared by one walk. */
@@ -299,7 +300,6 @@ static void cancel_jobs(struct fsnw *w, const struct watch *lw)
 			continue;
 		list_del(&j->node);
 		strref_put(j->path);
-		strref_put(j->newpath);
 		fsnw_free(j);
 	}
 }
@@ -389,8 +389,7 @@ bool tree_link_dropped(struct fsnw *w, struct link *l)
 	return false;
 }
 
-static void add_job(struct fsnw *w, struct watch *lw, enum job_kind kind, uint32_t cookie,
-		    struct strref *path)
+static void add_job(struct fsnw *w, struct watch *lw, enum job_kind kind, struct strref *path)
 {
 	struct job *j = fsnw_calloc(1, sizeof(*j));
 
@@ -402,29 +401,57 @@ static void add_job(struct fsnw *w, struct watch *lw, enum job_kind kind, uint32
 	}
 	j->lw = lw;
 	j->kind = kind;
-	j->cookie = cookie;
 	j->path = path;
 	list_add_tail(&j->node, &w->tree_work);
 }
 
-static struct job *find_moved_out(struct fsnw *w, const struct watch *lw, uint32_t cookie)
+static void forget_subtree(struct fsnw *w, struct watch *lw, const struct strref *dir);
+static void rename_subtree(struct fsnw *w, struct watch *lw, const struct strref *from,
+			   const struct strref *to);
+
+/* The link of this tree whose MOVED_FROM carried cookie, if one waits. */
+static struct link *moving_link(struct watch *lw, uint32_t cookie)
 {
 	struct list *pos;
 
-	for (pos = w->tree_work.next; pos != &w->tree_work; pos = pos->next) {
-		struct job *j = list_entry(pos, struct job, node);
+	if (!lw->tree->moving)
+		return NULL;
+	for (pos = lw->links.next; pos != &lw->links; pos = pos->next) {
+		struct link *l = list_entry(pos, struct link, wnode);
 
-		if (j->lw == lw && j->kind == JOB_MOVED_OUT && j->cookie == cookie)
-			return j;
+		if (l->move_cookie == cookie)
+			return l;
 	}
 	return NULL;
 }
 
+static void settle_move(struct tree *t, struct link *l)
+{
+	l->move_cookie = 0;
+	t->moving--;
+}
+
+/*
+ * A rename makes MOVED_FROM on the old parent, MOVED_TO on the new one if it
+ * is watched, then MOVE_SELF on the directory itself, in that order in our
+ * queue. So a MOVED_FROM marks the child; a MOVED_TO with its cookie renames
+ * it within the tree; a MOVE_SELF that finds the mark still there means the
+ * MOVED_TO went elsewhere: the directory left the tree. l may be freed.
+ */
 void tree_note_event(struct fsnw *w, struct link *l, const struct kevent *ev)
 {
+	struct watch *lw = l->watch;
+	struct tree *t = lw->tree;
 	struct strref *path;
-	struct job *from;
+	struct link *child;
 
+	if ((ev->mask & FSNW_MOVE_SELF) && !ev->name) {
+		if (l->move_cookie && l != t->root) {
+			settle_move(t, l);
+			forget_subtree(w, lw, l->path);
+		}
+		return;
+	}
 	if (!ev->name || !(ev->mask & FSNW_ISDIR) ||
 	    !(ev->mask & (FSNW_CREATE | FSNW_MOVED_FROM | FSNW_MOVED_TO)))
 		return;
@@ -434,14 +461,26 @@ void tree_note_event(struct fsnw *w, struct link *l, const struct kevent *ev)
 		return;
 	}
 	if (ev->mask & FSNW_CREATE) {
-		add_job(w, l->watch, JOB_NEW, 0, path);
-	} else if (ev->mask & FSNW_MOVED_FROM) {
-		add_job(w, l->watch, JOB_MOVED_OUT, ev->cookie, path);
-	} else if ((from = find_moved_out(w, l->watch, ev->cookie)) != NULL) {
-		from->kind = JOB_RENAMED;
-		from->newpath = path;
+		add_job(w, lw, JOB_NEW, path);
+		return;
+	}
+	if (ev->mask & FSNW_MOVED_FROM) {
+		child = find_link(t, path->s, path->len);
+		if (child && child != t->root) {
+			if (!child->move_cookie)
+				t->moving++;
+			child->move_cookie = ev->cookie ? ev->cookie : 1;
+		}
+		strref_put(path);
+		return;
+	}
+	child = ev->cookie ? moving_link(lw, ev->cookie) : NULL;
+	if (child) {
+		settle_move(t, child);
+		rename_subtree(w, lw, child->path, path);
+		strref_put(path);
 	} else {
-		add_job(w, l->watch, JOB_MOVED_IN, 0, path);
+		add_job(w, lw, JOB_MOVED_IN, path);
 	}
 }
 
@@ -453,20 +492,26 @@ static bool under(const struct strref *p, const struct strref *dir)
 
 static void forget_subtree(struct fsnw *w, struct watch *lw, const struct strref *dir)
 {
+	struct strref *gone = strref_get((struct strref *)dir); /* dir may be a link's path */
 	struct list *pos, *tmp;
 
 	list_for_each_safe(pos, tmp, &lw->links) {
 		struct link *l = list_entry(pos, struct link, wnode);
 
-		if (l != lw->tree->root && under(l->path, dir))
-			unindex_and_detach(w, lw->tree, l, true);
+		if (l == lw->tree->root || !under(l->path, gone))
+			continue;
+		if (l->move_cookie)
+			settle_move(lw->tree, l);
+		unindex_and_detach(w, lw->tree, l, true);
 	}
+	strref_put(gone);
 }
 
 /* Give every link at or below `from` its path under `to`. */
-static void rename_subtree(struct fsnw *w, struct watch *lw, const struct strref *from,
+static void rename_subtree(struct fsnw *w, struct watch *lw, const struct strref *from_path,
 			   const struct strref *to)
 {
+	struct strref *from = strref_get((struct strref *)from_path); /* a link's, replaced below */
 	struct tree *t = lw->tree;
 	struct list *pos;
 
@@ -486,6 +531,7 @@ static void rename_subtree(struct fsnw *w, struct watch *lw, const struct strref
 		l->path = np;
 		index_link(t, l);
 	}
+	strref_put(from);
 }
 
 static void watch_new_dir(struct fsnw *w, struct watch *lw, struct strref *path, bool synthetic)
@@ -509,20 +555,8 @@ void tree_process_pending(struct fsnw *w)
 		struct job *j = list_first(&w->tree_work, struct job, node);
 
 		list_del(&j->node);
-		switch (j->kind) {
-		case JOB_NEW:
-		case JOB_MOVED_IN:
-			watch_new_dir(w, j->lw, j->path, j->kind == JOB_NEW);
-			break;
-		case JOB_MOVED_OUT:
-			forget_subtree(w, j->lw, j->path);
-			break;
-		case JOB_RENAMED:
-			rename_subtree(w, j->lw, j->path, j->newpath);
-			break;
-		}
+		watch_new_dir(w, j->lw, j->path, j->kind == JOB_NEW);
 		strref_put(j->path);
-		strref_put(j->newpath);
 		fsnw_free(j);
 	}
 	w->tree_busy--;

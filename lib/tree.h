@@ -22,13 +22,15 @@ int tree_add(struct fsnw *w, struct watch *lw);
 void tree_undo(struct fsnw *w, struct watch *lw);
 /* Detach every directory of the tree (parking where the cache allows). */
 void tree_remove(struct fsnw *w, struct watch *lw, bool park);
-/* A kernel event reached a tree link: note new, moved and gone directories. */
+/* A kernel event reached a tree link: note new directories, apply renames
+ * and departures. It may detach l (and only links of l's tree). */
 void tree_note_event(struct fsnw *w, struct link *l, const struct kevent *ev);
 /* The kernel dropped the directory of l. Returns true when the whole tree is gone. */
 bool tree_link_dropped(struct fsnw *w, struct link *l);
 /* After a drain: watch the new directories, forget the ones moved away. */
 void tree_process_pending(struct fsnw *w);
 /* Kernel mask a tree needs besides the caller's, to follow its directories. */
-#define TREE_KMASK (FSNW_CREATE | FSNW_MOVED_FROM | FSNW_MOVED_TO | FSNW_DELETE_SELF)
+#define TREE_KMASK (FSNW_CREATE | FSNW_MOVED_FROM | FSNW_MOVED_TO | FSNW_DELETE_SELF | \
+		    FSNW_MOVE_SELF)
 
 #endif

@@ -20,21 +20,6 @@
 struct kwatch;
 struct tree;
 
-struct watch {
-	struct hnode node;   /* in the wid table */
-	struct qowner qo;    /* qo.wid is the wid */
-	uint32_t mask;       /* FSNW_ALL_EVENTS bits the caller asked for */
-	uint32_t flags;      /* FSNW_WATCH_* */
-	struct strref *path; /* as the caller gave it */
-	struct list links;   /* struct link.wnode */
-	size_t nlinks;
-	struct tree *tree;   /* set for FSNW_WATCH_TREE */
-	/* Gone in the kernel (or oneshot fired): FSNW_IGNORED is queued and the
-	 * wid is held until the caller reads it, so it cannot be reused under
-	 * events still waiting for the old watch. */
-	bool zombie;
-};
-
 struct link {
 	struct watch *watch;
 	struct kwatch *kw;
@@ -45,9 +30,28 @@ struct link {
 	 * before the link goes live, so it never sees an older event. */
 	bool active;
 	uint8_t origin;      /* enum link_origin: how the attach found its kernel watch */
+	bool embedded;       /* the watch's own link (plain watches): not freed alone */
 	struct hnode tnode;  /* tree: in the tree's path index */
 	uint32_t move_cookie; /* tree: a MOVED_FROM of this directory awaits its pair */
 };
+
+struct watch {
+	struct hnode node;   /* in the wid table */
+	struct qowner qo;    /* qo.wid is the wid */
+	uint32_t mask;       /* FSNW_ALL_EVENTS bits the caller asked for */
+	uint32_t flags;      /* FSNW_WATCH_* */
+	struct strref *path; /* as the caller gave it */
+	struct list links;   /* struct link.wnode */
+	size_t nlinks;
+	struct tree *tree;   /* set for FSNW_WATCH_TREE */
+	struct link own;     /* the single link of a plain watch, saving an allocation */
+	/* Gone in the kernel (or oneshot fired): FSNW_IGNORED is queued and the
+	 * wid is held until the caller reads it, so it cannot be reused under
+	 * events still waiting for the old watch. */
+	bool zombie;
+};
+
+
 
 enum link_origin {
 	LINK_NEW,     /* the attach created the kernel watch */

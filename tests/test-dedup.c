@@ -193,6 +193,38 @@ START_TEST(no_event_older_than_watch)
 }
 END_TEST
 
+/* When the masks share no event bit, no older event can reach the new watch:
+ * the add needs no read of the group fd. */
+START_TEST(disjoint_masks_no_drain)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char p[PATH_MAX];
+	struct fsnw_stats s0, s1;
+	struct ev *evs;
+	int a, b, n;
+
+	touch(dir, "f");
+	a = fsnw_add(w, pjoin(p, dir, "f"), FSNW_ATTRIB, 0);
+	ck_assert_int_eq(chmod(p, 0600), 0); /* unread in the kernel */
+	s0 = stats_of(w);
+	b = fsnw_add(w, p, FSNW_MODIFY, 0);
+	s1 = stats_of(w);
+	ck_assert_int_gt(b, 0);
+	ck_assert_uint_eq(s1.dedup_hits, s0.dedup_hits + 1);
+	ck_assert_uint_eq(s1.sys_read, s0.sys_read);
+	write_bytes(dir, "f", "x");
+	n = collect(w, &evs, 16, 300);
+	dump_evs(evs, n);
+	ck_assert_int_eq(count_ev(evs, n, a, FSNW_ATTRIB, NULL), 1);
+	ck_assert_int_eq(count_ev(evs, n, b, FSNW_MODIFY, NULL), 1);
+	ck_assert_int_eq(n, 2);
+	evs_free(evs);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 TEST_SUITE(dedup)
 {
 	Suite *s = suite_create("dedup");
@@ -201,5 +233,6 @@ TEST_SUITE(dedup)
 	ADD_TEST(s, hard_links);
 	ADD_TEST(s, many_watchers_one_inode);
 	ADD_TEST(s, no_event_older_than_watch);
+	ADD_TEST(s, disjoint_masks_no_drain);
 	return s;
 }
