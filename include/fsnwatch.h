@@ -140,7 +140,8 @@ struct fsnw_stats {
 
 	/* Watches, now. */
 	uint64_t logical_watches;  /* wids alive */
-	uint64_t kernel_watches;   /* inotify wds / fanotify marks held, parked ones included */
+	uint64_t kernel_watches;   /* objects with a kernel watch (inotify wd, fanotify mark, tree
+				    * directory under a fanotify filesystem mark), parked included */
 	uint64_t parked_watches;   /* kernel watches in the idle cache */
 
 	/* Watch operations since open. */

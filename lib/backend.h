@@ -7,6 +7,7 @@
 #ifndef FSNW_BACKEND_H
 #define FSNW_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -19,14 +20,19 @@ struct kwatch;
 /* The identity of a kernel watch, as a mark operation reports it. */
 struct kkey {
 	uint32_t len;
-	int wd; /* inotify; -1 otherwise */
+	int wd;         /* inotify; -1 otherwise */
+	uint8_t bflags; /* the backend's note about its mark, handed back to unmark */
 	unsigned char bytes[KKEY_MAX];
 };
+
+/* struct kevent.flags */
+#define KEVENT_OPTIONAL 0x1u /* the key may name nothing we watch: that is no stale event */
 
 /* A decoded kernel event. */
 struct kevent {
 	uint32_t mask;              /* FSNW_* bits, FSNW_ISDIR included */
 	uint32_t cookie;            /* pairs moves; 0 otherwise */
+	uint32_t flags;             /* KEVENT_* */
 	const char *name;           /* NUL-terminated entry name, or NULL */
 	size_t namelen;
 	const unsigned char *key;   /* the kernel watch it is for; NULL for overflow */
@@ -52,6 +58,16 @@ struct backend {
 	/* Remove the kernel watch; one the kernel already dropped is success. */
 	int (*unmark)(struct fsnw *w, const struct kwatch *kw);
 	/*
+	 * Optional (tree directories). Name the directory at path in key
+	 * without a mark of its own, and make sure the mark of its whole
+	 * filesystem, named by fskey, reports the FSNW_* bits of mask. The
+	 * caller keeps a kernel watch for each key and removes the
+	 * filesystem one (unmark) when no directory needs it any more. Any
+	 * error: this directory cannot be covered, mark it instead.
+	 */
+	int (*cover)(struct fsnw *w, int dirfd, const char *path, uint32_t mask, uint32_t flags,
+		     struct kkey *key, struct kkey *fskey);
+	/*
 	 * One non-blocking read of the group fd, decoded; fn is called per
 	 * event. Returns bytes read, 0 when nothing was pending, or -errno.
 	 */
@@ -59,6 +75,11 @@ struct backend {
 	/* The largest record one read can return: a read shorter than the
 	 * buffer by this much emptied the kernel queue. */
 	size_t max_record;
+	/* A key names the object, so an object watched again gets its old key
+	 * back (fanotify); inotify hands out a new wd instead. */
+	bool stable_keys;
+	/* The kernel honours FSNW_WATCH_EXCL_UNLINK (inotify only). */
+	bool excl_unlink;
 };
 
 extern const struct backend inotify_backend;
@@ -70,5 +91,19 @@ extern const struct backend fanotify_backend;
  * decode. Returns the number of events passed to fn.
  */
 size_t inotify_decode(const void *buf, size_t len, kevent_fn fn, void *arg);
+
+/*
+ * Decode a buffer of fanotify records as read(2) returns them for a group
+ * made with FAN_REPORT_DFID_NAME | FAN_REPORT_FID | FAN_REPORT_TARGET_FID.
+ * A record yields an event per key it concerns (the directory with the
+ * entry name, and the object itself) and per event bit the kernel merged
+ * into it; a FAN_RENAME yields FSNW_MOVED_FROM then FSNW_MOVED_TO with a
+ * cookie taken from *cookie (never 0); FAN_DELETE_SELF is followed by
+ * FSNW_IGNORED for that key. Keys are fsid + struct file_handle bytes,
+ * pointing into buf. A header that is truncated or claims more than the
+ * buffer holds ends the decode; a malformed record is skipped whole.
+ * Returns the number of events passed to fn.
+ */
+size_t fanotify_decode(const void *buf, size_t len, uint32_t *cookie, kevent_fn fn, void *arg);
 
 #endif

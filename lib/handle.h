@@ -36,7 +36,9 @@ struct fsnw {
 	int draining;           /* a drain is running: dispatch must not start another */
 	struct list tree_work;  /* directories to watch once the current drain ends */
 	int tree_busy;          /* a walk or the job loop runs: new jobs wait for it */
-	uint32_t unread_ignored; /* our own removes whose IN_IGNORED waits in the kernel */
+	/* Our own removes since the kernel queue was last emptied: inotify
+	 * has their IN_IGNORED to read, fanotify may hold events for them. */
+	uint32_t unread_ignored;
 	int batch_depth;        /* inside fsnw_add_batch */
 	bool batch_drained;     /* ... and the kernel was drained for it already */
 	bool closing;           /* fsnw_close: closing the fd drops the marks, no syscalls */

@@ -30,11 +30,12 @@ void inodes_init(struct inodes *t, size_t idle_max)
 	list_init(&t->idle);
 	t->nparked = 0;
 	t->idle_max = idle_max;
+	t->nfsmarks = 0;
 }
 
 size_t inodes_count(const struct inodes *t)
 {
-	return t->by_key.count;
+	return t->by_key.count - t->nfsmarks;
 }
 
 static struct kwatch *find(const struct inodes *t, const unsigned char *key, size_t len)
@@ -78,22 +79,31 @@ void inodes_fini(struct inodes *t)
 	htab_fini(&t->by_key);
 	list_init(&t->idle);
 	t->nparked = 0;
+	t->nfsmarks = 0;
 }
+
+static void cover_put(struct fsnw *w, struct kwatch *fs);
 
 static void kwatch_forget(struct fsnw *w, struct kwatch *kw)
 {
+	struct kwatch *fs = kw->cover;
+
 	htab_remove(&w->inodes.by_key, &kw->node);
 	if (kw->parked) {
 		list_del(&kw->lru);
 		w->inodes.nparked--;
 	}
+	if (kw->fsmark)
+		w->inodes.nfsmarks--;
 	fsnw_free(kw);
+	if (fs)
+		cover_put(w, fs);
 }
 
-/* Remove the kernel mark and the kernel watch. */
+/* Remove the kernel mark (when it has one of its own) and the kernel watch. */
 static void kwatch_remove(struct fsnw *w, struct kwatch *kw)
 {
-	if (!w->closing) {
+	if (!w->closing && kw->marked) {
 		uint64_t t0 = stats_start(w);
 
 		w->be->unmark(w, kw);
@@ -102,6 +112,13 @@ static void kwatch_remove(struct fsnw *w, struct kwatch *kw)
 		w->unread_ignored++;
 	}
 	kwatch_forget(w, kw);
+}
+
+/* A covered kernel watch went: the last one takes the filesystem mark along. */
+static void cover_put(struct fsnw *w, struct kwatch *fs)
+{
+	if (--fs->ncovered == 0)
+		kwatch_remove(w, fs);
 }
 
 static void kwatch_park(struct fsnw *w, struct kwatch *kw)
@@ -220,16 +237,19 @@ int inodes_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uin
 
 void inodes_unmark_new(struct fsnw *w, const struct kkey *key)
 {
+	struct kwatch *kw = find(&w->inodes, key->bytes, key->len);
 	union {
 		struct kwatch kw;
 		unsigned char bytes[sizeof(struct kwatch) + KKEY_MAX];
 	} tmp;
 
-	/* A mark on an object we already watch is somebody's: leave it. */
-	if (find(&w->inodes, key->bytes, key->len))
+	/* A mark on an object we already mark is somebody's: leave it. (A
+	 * covered directory had none: this one is new.) */
+	if (kw && kw->marked)
 		return;
 	memset(&tmp, 0, sizeof(tmp));
 	tmp.kw.wd = key->wd;
+	tmp.kw.bflags = key->bflags;
 	tmp.kw.keylen = key->len;
 	memcpy(tmp.kw.key, key->bytes, key->len);
 	w->be->unmark(w, &tmp.kw);
@@ -245,38 +265,40 @@ static struct kwatch *kwatch_new(struct fsnw *w, const struct kkey *key, uint32_
 	list_init(&kw->links);
 	list_init(&kw->lru);
 	kw->wd = key->wd;
+	kw->bflags = key->bflags;
 	kw->keylen = key->len;
 	memcpy(kw->key, key->bytes, key->len);
-	kw->excl_unlink = flags & FSNW_WATCH_EXCL_UNLINK;
+	kw->excl_unlink = w->be->excl_unlink && (flags & FSNW_WATCH_EXCL_UNLINK);
 	htab_insert(&w->inodes.by_key, &kw->node, key_hash(kw->key, kw->keylen));
 	return kw;
 }
 
-int inodes_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int dirfd,
-		const char *path, uint32_t kmask, uint32_t flags, struct strref *linkpath,
-		struct link **out)
+/* A link for lw: its own for a plain watch's first, else allocated. */
+static struct link *link_new(struct watch *lw)
 {
-	struct kwatch *kw;
 	struct link *l;
-	bool existed, older_events;
 
-	if (!lw->tree && !lw->nlinks) {
-		l = &lw->own;
-		memset(l, 0, sizeof(*l));
-		l->embedded = true;
-	} else {
-		l = fsnw_calloc(1, sizeof(*l));
-	}
-	kw = find(&w->inodes, key->bytes, key->len);
-	existed = kw != NULL;
-	if (!kw && l && htab_reserve(&w->inodes.by_key, 1) == 0)
-		kw = kwatch_new(w, key, flags);
-	if (!l || !kw) {
-		if (l && !l->embedded)
-			fsnw_free(l);
-		inodes_unmark_new(w, key);
-		return -ENOMEM;
-	}
+	if (lw->tree || lw->nlinks)
+		return fsnw_calloc(1, sizeof(*l));
+	l = &lw->own;
+	memset(l, 0, sizeof(*l));
+	l->embedded = true;
+	return l;
+}
+
+static void link_free_unused(struct link *l)
+{
+	if (l && !l->embedded)
+		fsnw_free(l);
+}
+
+/* Attach lw to kw through l: kw existed before this attach, or was just made. */
+static int link_kwatch(struct fsnw *w, struct watch *lw, struct kwatch *kw, bool existed,
+		       struct link *l, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
+		       struct strref *linkpath, struct link **out)
+{
+	bool older_events;
+
 	if (!existed) {
 		l->origin = LINK_NEW;
 	} else if (kw->parked) {
@@ -290,12 +312,16 @@ int inodes_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int di
 	 * only set it. When this watch and the kernel watch disagree the inode
 	 * goes without: a watch that wanted it sees extra events, where the
 	 * other way round a watch would lose some. */
-	if (existed && kw->excl_unlink != ((flags & FSNW_WATCH_EXCL_UNLINK) != 0))
+	if (existed && w->be->excl_unlink &&
+	    kw->excl_unlink != ((flags & FSNW_WATCH_EXCL_UNLINK) != 0))
 		clear_excl_unlink(w, kw, dirfd, path, kmask, flags);
 	/* Events still unread in the kernel were asked for by the mask the
 	 * kernel watch had before this add: only if it shares a bit with the
-	 * new watch's can one of them reach it. */
-	older_events = existed && (kw->kmask & kmask & FSNW_ALL_EVENTS);
+	 * new watch's can one of them reach it. Where keys recur (fanotify), a
+	 * new kernel watch may find events queued for a removed one of the
+	 * same object, whose mask is not known any more. */
+	older_events = existed ? (kw->kmask & kmask & FSNW_ALL_EVENTS) != 0 :
+				 w->be->stable_keys && w->unread_ignored;
 	kw->kmask |= kmask;
 
 	l->watch = lw;
@@ -327,12 +353,77 @@ int inodes_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int di
 	return 0;
 }
 
+int inodes_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int dirfd,
+		const char *path, uint32_t kmask, uint32_t flags, struct strref *linkpath,
+		struct link **out)
+{
+	struct link *l = link_new(lw);
+	struct kwatch *kw;
+	bool existed;
+
+	kw = find(&w->inodes, key->bytes, key->len);
+	existed = kw != NULL;
+	if (!kw && l && htab_reserve(&w->inodes.by_key, 1) == 0)
+		kw = kwatch_new(w, key, flags);
+	if (!l || !kw) {
+		link_free_unused(l);
+		inodes_unmark_new(w, key);
+		return -ENOMEM;
+	}
+	kw->marked = true;
+	return link_kwatch(w, lw, kw, existed, l, dirfd, path, kmask, flags, linkpath, out);
+}
+
+/*
+ * A tree directory covered by its filesystem's mark (key names the
+ * directory, fskey the mark, which the backend has made or widened): no
+ * kernel mark of its own, a pin on the filesystem's kernel watch instead.
+ */
+static int link_covered(struct fsnw *w, struct watch *lw, const struct kkey *key,
+			const struct kkey *fskey, int dirfd, const char *path, uint32_t kmask,
+			uint32_t flags, struct strref *linkpath, struct link **out)
+{
+	struct kwatch *fs = find(&w->inodes, fskey->bytes, fskey->len);
+	struct kwatch *kw = find(&w->inodes, key->bytes, key->len);
+	struct link *l = link_new(lw);
+	bool existed = kw != NULL;
+
+	if (l && htab_reserve(&w->inodes.by_key, 2) == 0) {
+		if (!fs && (fs = kwatch_new(w, fskey, 0)) != NULL) {
+			fs->fsmark = true;
+			fs->marked = true;
+			w->inodes.nfsmarks++;
+		}
+		if (fs && !kw)
+			kw = kwatch_new(w, key, 0);
+	}
+	if (!l || !kw) {
+		link_free_unused(l);
+		/* A filesystem kernel watch covers something, or goes. */
+		if (fs && !fs->ncovered)
+			kwatch_remove(w, fs);
+		else if (!fs)
+			inodes_unmark_new(w, fskey);
+		return -ENOMEM;
+	}
+	if (!kw->cover) {
+		kw->cover = fs;
+		fs->ncovered++;
+	}
+	fs->kmask |= kmask;
+	return link_kwatch(w, lw, kw, existed, l, dirfd, path, kmask, flags, linkpath, out);
+}
+
 int inodes_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
 		  uint32_t kmask, uint32_t flags, struct strref *linkpath, struct link **out)
 {
-	struct kkey key;
+	struct kkey key, fskey;
 	int ret;
 
+	/* A backend that cannot cover this directory has it marked instead. */
+	if ((flags & FSNW_WATCH_TREE) && w->be->cover &&
+	    w->be->cover(w, dirfd, path, kmask, flags, &key, &fskey) == 0)
+		return link_covered(w, lw, &key, &fskey, dirfd, path, kmask, flags, linkpath, out);
 	ret = inodes_mark(w, dirfd, path, kmask, flags, &key, stats_start(w));
 	if (ret < 0)
 		return ret;
@@ -374,16 +465,23 @@ void inodes_dispatch(struct fsnw *w, const struct kevent *ev)
 	struct kwatch *kw;
 	bool heard = false;
 
-	w->st.events_read++;
 	if (ev->mask & FSNW_OVERFLOW) {
+		w->st.events_read++;
 		handle_overflow(w, OVERFLOW_KERNEL);
 		return;
 	}
 	kw = ev->key ? find(&w->inodes, ev->key, ev->keylen) : NULL;
-	if (!kw || kw->dropped) {
+	if (!kw || kw->dropped || kw->fsmark) {
+		/* fanotify names every object an event concerns, and a
+		 * filesystem mark reports the whole filesystem: a key we do
+		 * not watch is no late event of ours. */
+		if (ev->flags & KEVENT_OPTIONAL)
+			return;
+		w->st.events_read++;
 		w->st.dropped_stale++;
 		return;
 	}
+	w->st.events_read++;
 	if (ev->mask & FSNW_IGNORED) {
 		kwatch_dropped(w, kw);
 		return;

@@ -23,6 +23,12 @@ struct watch;
 struct link;
 struct strref;
 
+/*
+ * A kernel watch has a mark of its own (marked), or is covered: a tree
+ * directory whose events come through the mark of its whole filesystem
+ * (fanotify), which is itself a kernel watch (fsmark) without links that
+ * lives while directories it covers do.
+ */
 struct kwatch {
 	struct hnode node;
 	struct list links;  /* struct link.knode */
@@ -31,6 +37,11 @@ struct kwatch {
 	bool excl_unlink;   /* the kernel mark has IN_EXCL_UNLINK */
 	bool parked;
 	bool dropped;       /* the kernel dropped the mark: never unmark nor park it */
+	bool marked;        /* has a kernel mark of its own: unmark it when it goes */
+	bool fsmark;        /* the mark of a whole filesystem, pinned by what it covers */
+	uint8_t bflags;     /* struct kkey.bflags */
+	struct kwatch *cover; /* the fsmark kernel watch this one holds a pin on, or NULL */
+	size_t ncovered;    /* fsmark: kernel watches pinning it */
 	struct list lru;    /* in the idle cache, most recently parked first */
 	int wd;             /* inotify watch descriptor, -1 otherwise */
 	uint32_t keylen;
@@ -42,11 +53,13 @@ struct inodes {
 	struct list idle;   /* parked kernel watches, most recent first */
 	size_t nparked;
 	size_t idle_max;
+	size_t nfsmarks;    /* filesystem-mark kernel watches (not objects watched) */
 };
 
 void inodes_init(struct inodes *t, size_t idle_max);
 /* Free every kernel watch. No syscalls: closing the group fd drops the marks. */
 void inodes_fini(struct inodes *t);
+/* Objects with a kernel watch, covered directories included, filesystem marks not. */
 size_t inodes_count(const struct inodes *t);
 
 /*
@@ -67,6 +80,8 @@ void inodes_unmark_new(struct fsnw *w, const struct kkey *key);
 /*
  * Attach lw to the object at path (relative to dirfd), reporting linkpath.
  * The mark costs one syscall; an object already watched gets no new mark.
+ * With FSNW_WATCH_TREE in flags (a tree directory) a backend that can
+ * covers the directory with its filesystem's mark instead.
  * When the kernel watch already existed (shared or parked), pending kernel
  * events are drained first so the new link sees nothing older than itself.
  * On failure nothing changed.

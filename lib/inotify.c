@@ -149,4 +149,5 @@ const struct backend inotify_backend = {
 	.unmark = inotify_unmark,
 	.read = inotify_read,
 	.max_record = sizeof(struct inotify_event) + NAME_MAX + 1,
+	.excl_unlink = true,
 };

@@ -109,8 +109,9 @@ static int attach_dir(struct walk *wk, struct strref *path, const struct strref 
 	ret = htab_reserve(&wk->t->by_path, 1);
 	if (ret < 0)
 		return ret;
+	/* FSNW_WATCH_TREE: a backend with filesystem marks may cover it. */
 	ret = inodes_attach(wk->w, wk->lw, AT_FDCWD, real->s, wk->t->kmask,
-			    flags | FSNW_WATCH_ONLYDIR, path, &l);
+			    flags | FSNW_WATCH_ONLYDIR | FSNW_WATCH_TREE, path, &l);
 	if (ret < 0)
 		return vanished(ret) ? 0 : ret;
 	if (kw_has_other_link(l)) {
