@@ -176,6 +176,13 @@ struct fsnw_stats stats_of(struct fsnw *w)
 	return st;
 }
 
+void pump(struct fsnw *w)
+{
+	int ret = fsnw_pump(w);
+
+	ck_assert_msg(ret >= 0, "fsnw_pump: %s", strerror(-ret));
+}
+
 int fd_count(void)
 {
 	DIR *d = opendir("/proc/self/fd");

@@ -77,6 +77,14 @@ void dump_evs(const struct ev *evs, int n);
 
 struct fsnw_stats stats_of(struct fsnw *w);
 
+/*
+ * Read what the kernel holds into the library's queue. fanotify merges an
+ * unread event into an earlier one on the same object whatever the types
+ * (inotify merges only identical neighbours), so a test that asserts the
+ * order of different events on one object reads between its steps.
+ */
+void pump(struct fsnw *w);
+
 /* Number of open file descriptors of this process. */
 int fd_count(void);
 

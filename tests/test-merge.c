@@ -36,9 +36,15 @@ START_TEST(burst_read_late)
 	ck_assert_str_eq(evs[1].name, "b");
 	ck_assert_int_eq(evs[0].wid, wid);
 	ck_assert_uint_eq(evs[0].count + evs[1].count, st.events_read);
-	ck_assert_uint_eq(evs[0].count, 500);
-	ck_assert_uint_eq(evs[1].count, 500);
-	ck_assert_uint_eq(st.events_merged, 998);
+	if (test_backend == FSNW_BACKEND_INOTIFY) {
+		ck_assert_uint_eq(evs[0].count, 500);
+		ck_assert_uint_eq(evs[1].count, 500);
+		ck_assert_uint_eq(st.events_merged, 998);
+	} else {
+		/* fanotify merged them in the kernel first, and says not how
+		 * many: what reached us is what count reports. */
+		ck_assert_uint_eq(st.events_merged, st.events_read - 2);
+	}
 	evs_free(evs);
 
 	/* A single watched file: alternate writes and reads. */
@@ -57,9 +63,11 @@ START_TEST(burst_read_late)
 	n = collect(w, &evs, 16, 300);
 	ck_assert_int_eq(n, 2);
 	ck_assert_uint_eq(evs[0].mask, FSNW_MODIFY);
-	ck_assert_uint_eq(evs[0].count, 300);
 	ck_assert_uint_eq(evs[1].mask, FSNW_ACCESS);
-	ck_assert_uint_eq(evs[1].count, 300);
+	if (test_backend == FSNW_BACKEND_INOTIFY) {
+		ck_assert_uint_eq(evs[0].count, 300);
+		ck_assert_uint_eq(evs[1].count, 300);
+	}
 	evs_free(evs);
 	fsnw_close(w);
 	tmpdir_remove(dir);
@@ -169,9 +177,13 @@ START_TEST(no_merge_option)
 	touch(dir, "a");
 	touch(dir, "b");
 	fsnw_add(w, dir, FSNW_MODIFY, 0);
+	/* Read after each write: the kernel must not merge them either
+	 * (fanotify would, unread events on one object). */
 	for (int i = 0; i < 10; i++) {
 		write_bytes(dir, "a", "x");
+		pump(w);
 		write_bytes(dir, "b", "x");
+		pump(w);
 	}
 	n = collect(w, &evs, 64, 300);
 	ck_assert_int_eq(n, 20);

@@ -22,8 +22,13 @@ START_TEST(scripted_counters)
 	touch(dir, "a");
 	touch(dir, "b");
 	wid = fsnw_add(w, dir, FSNW_MODIFY, 0);
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 5; i++) {
 		write_bytes(dir, i % 2 ? "b" : "a", "x");
+		/* fanotify would merge the unread writes to a file in the
+		 * kernel: read each one (inotify counts its reads below). */
+		if (test_backend == FSNW_BACKEND_FANOTIFY)
+			pump(w);
+	}
 	ck_assert_int_eq(fsnw_pump(w), 2);
 	st = stats_of(w);
 	ck_assert_uint_eq(st.add_calls, 1);
