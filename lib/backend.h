@@ -25,6 +25,9 @@ struct kkey {
 	unsigned char bytes[KKEY_MAX];
 };
 
+/* struct kkey.bflags every module may read (the rest are the backend's). */
+#define KKEY_NONDIR 0x1u /* the object is not a directory */
+
 /* struct kevent.flags */
 #define KEVENT_OPTIONAL 0x1u /* the key may name nothing we watch: that is no stale event */
 
@@ -67,6 +70,13 @@ struct backend {
 	 */
 	int (*cover)(struct fsnw *w, int dirfd, const char *path, uint32_t mask, uint32_t flags,
 		     struct kkey *key, struct kkey *fskey);
+	/*
+	 * Optional: the key of the object at path, without marking it, so an
+	 * add onto an object already marked for all it asks makes no mark.
+	 * Any error: use mark.
+	 */
+	int (*identify)(struct fsnw *w, int dirfd, const char *path, uint32_t flags,
+			struct kkey *key);
 	/*
 	 * One non-blocking read of the group fd, decoded; fn is called per
 	 * event. Returns bytes read, 0 when nothing was pending, or -errno.

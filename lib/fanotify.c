@@ -45,8 +45,6 @@
 #endif
 
 #define FSID_LEN 8
-/* kkey.bflags: the object is not a directory (it has no directory-only bits). */
-#define KEY_NONDIR 0x1u
 /* Bits only a directory mark may carry (the kernel says ENOTDIR otherwise). */
 #define FAN_DIRONLY (FAN_CREATE | FAN_DELETE | FAN_MOVE | FAN_RENAME | FAN_ONDIR | \
 		     FAN_EVENT_ON_CHILD)
@@ -456,8 +454,33 @@ static int fan_mark(struct fsnw *w, int dirfd, const char *path, uint32_t mask, 
 	if (ret < 0)
 		return ret;
 	make_key(fs, &h, key);
-	key->bflags = isdir ? 0 : KEY_NONDIR;
+	key->bflags = isdir ? 0 : KKEY_NONDIR;
 	return 0;
+}
+
+static int fan_identify(struct fsnw *w, int dirfd, const char *path, uint32_t flags,
+			struct kkey *key)
+{
+	struct fan *f = w->be_state;
+	struct fh_buf h;
+	uint64_t mnt;
+	int ret;
+
+	/* Only on a mount seen before: a first sight needs mark's fd anyway
+	 * (and without unique mount ids, a statfs would eat the saving). */
+	if (f->no_unique_mnt)
+		return -EOPNOTSUPP;
+	ret = get_handle(w, dirfd, path, flags & FSNW_WATCH_DONT_FOLLOW ? 0 : AT_SYMLINK_FOLLOW,
+			 &h, &mnt);
+	if (ret < 0)
+		return ret;
+	for (size_t i = 0; i < f->nmnt; i++) {
+		if (f->mnt[i].id == mnt) {
+			make_key(&f->fs[f->mnt[i].fs], &h, key);
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
 static int fan_cover(struct fsnw *w, int dirfd, const char *path, uint32_t mask, uint32_t flags,
@@ -502,7 +525,7 @@ static int fan_cover(struct fsnw *w, int dirfd, const char *path, uint32_t mask,
 static int fan_unmark(struct fsnw *w, const struct kwatch *kw)
 {
 	struct fan_fs *fs = kw->keylen >= FSID_LEN ? fs_by_fsid(w->be_state, kw->key) : NULL;
-	bool isdir = !(kw->bflags & KEY_NONDIR);
+	bool isdir = !(kw->bflags & KKEY_NONDIR);
 	struct fh_buf h;
 	uint32_t hbytes;
 	int fd, ret;
@@ -556,6 +579,7 @@ const struct backend fanotify_backend = {
 	.mark = fan_mark,
 	.unmark = fan_unmark,
 	.cover = fan_cover,
+	.identify = fan_identify,
 	.read = fan_read,
 	.max_record = FAN_RECORD_MAX,
 	.stable_keys = true,

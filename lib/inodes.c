@@ -216,11 +216,33 @@ static void clear_excl_unlink(struct fsnw *w, struct kwatch *kw, int dirfd, cons
 		kw->excl_unlink = false;
 }
 
+/*
+ * Where a key can be learnt without a mark (fanotify: a file handle), an
+ * object we mark already for all of kmask needs no kernel call: a shared or
+ * parked watch then costs one lookup, as inotify's one add_watch.
+ */
+static bool marked_already(struct fsnw *w, int dirfd, const char *path, uint32_t kmask,
+			   uint32_t flags, struct kkey *key)
+{
+	struct kwatch *kw;
+
+	if (!w->be->identify || w->be->identify(w, dirfd, path, flags, key) < 0)
+		return false;
+	kw = find(&w->inodes, key->bytes, key->len);
+	if (!kw || !kw->marked || kw->dropped || (kw->kmask & kmask) != kmask ||
+	    ((flags & FSNW_WATCH_ONLYDIR) && (kw->bflags & KKEY_NONDIR)))
+		return false;
+	key->bflags = kw->bflags;
+	return true;
+}
+
 int inodes_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
 		struct kkey *key, uint64_t t0)
 {
 	int ret;
 
+	if (marked_already(w, dirfd, path, kmask, flags, key))
+		return 0;
 	for (;;) {
 		ret = w->be->mark(w, dirfd, path, kmask, flags, 0, key);
 		if (ret != -ENOSPC || !w->inodes.nparked)
