@@ -11,9 +11,9 @@
  * - IN_EXCL_UNLINK: fanotify has no such mark flag. FSNW_WATCH_EXCL_UNLINK
  *   is accepted and has no effect: events from unlinked children still come.
  * - IN_UNMOUNT / the IN_IGNORED that follows it: fanotify says nothing when
- *   a filesystem with marks goes away. (We also hold an O_PATH fd on a mount
- *   root per filesystem, see struct fan_fs, so a plain umount is refused
- *   while the handle watches something there.)
+ *   a filesystem with marks goes away. (We also hold an fd on a mount root
+ *   per filesystem, see struct fan_fs, so a plain umount of it is refused
+ *   until the handle is closed.)
  * - Events on a subdirectory itself (ATTRIB, OPEN, ...) reach the watch of
  *   its parent with the subdirectory's name in inotify; fanotify reports
  *   them as the subdirectory's own, so only a watch on it hears them.
