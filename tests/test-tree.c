@@ -233,7 +233,7 @@ static int one_fs_child(const char *dir)
 	int n_all, n_one;
 	struct fsnw_stats st = { .size = sizeof(st) };
 
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+	if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0)
 		return 77;
 	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
 	if (mkdir(mnt, 0755) < 0 || mount("t", mnt, "tmpfs", 0, NULL) < 0)
