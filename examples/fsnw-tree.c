@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fsnw-tree: watch a directory tree, print its events as JSON lines, and
+ * keep a view of the tree (every path and its type) that stays right:
+ * events keep it up to date, and when events were lost (FSNW_OVERFLOW) the
+ * tree is walked again and the difference is printed as synthetic creates
+ * and deletes, so whoever reads the lines has a right view again too.
+ *
+ * One epoll loop over the watcher's fd and a signalfd; no work in signal
+ * handlers. SIGUSR1: statistics to stderr. SIGUSR2: the view to --dump (or
+ * stderr). SIGINT, SIGTERM, SIGHUP: release everything and exit 0.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "eventfmt.h"
+#include "tree-view.h"
+
+#define READ_MAX 256
+/* Everything that changes which paths exist, and writes being finished. */
+#define TREE_MASK (FSNW_CREATE | FSNW_DELETE | FSNW_MOVE | FSNW_DELETE_SELF | FSNW_MOVE_SELF | \
+		   FSNW_CLOSE_WRITE)
+
+struct tree {
+	struct tree_view v;
+	struct fsnw *w;
+	const char *dump;      /* --dump FILE */
+	int ep, sfd;           /* the loop: the watcher's fd and a signalfd */
+};
+
+static void usage(FILE *f)
+{
+	fputs("Usage: fsnw-tree [OPTION]... DIR\n"
+	      "Watch the tree under DIR, print its events as JSON lines, keep a view of it\n"
+	      "that a rescan puts right after an overflow.\n"
+	      "      --queue N      event queue capacity (0: the library's default)\n"
+	      "      --idle N       kernel watches kept parked for reuse\n"
+	      "      --backend B    auto, inotify or fanotify\n"
+	      "      --dump FILE    write the view to FILE on SIGUSR2 and on exit\n"
+	      "  -h, --help         this text\n"
+	      "Signals: USR1 statistics to stderr, USR2 the view, INT/TERM/HUP exit.\n"
+	      "See fsnw-tree(1).\n",
+	      f);
+}
+
+static void dump_view(const struct tree *t)
+{
+	char tmp[PATH_MAX];
+	FILE *f;
+
+	if (!t->dump) {
+		snap_dump(&t->v.view, stderr);
+		return;
+	}
+	/* Readers never see half a view: write aside, then rename over. */
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", t->dump) >= (int)sizeof(tmp)) {
+		fprintf(stderr, "fsnw-tree: %s: %s\n", t->dump, strerror(ENAMETOOLONG));
+		return;
+	}
+	f = fopen(tmp, "w");
+	if (!f) {
+		fprintf(stderr, "fsnw-tree: %s: %s\n", tmp, strerror(errno));
+		return;
+	}
+	snap_dump(&t->v.view, f);
+	if (fclose(f) == EOF || rename(tmp, t->dump) < 0) {
+		fprintf(stderr, "fsnw-tree: %s: %s\n", t->dump, strerror(errno));
+		unlink(tmp);
+	}
+}
+
+static void print_stats(const struct tree *t)
+{
+	int len = fsnw_stats_json(t->w, NULL, 0);
+	char *buf = len >= 0 ? malloc((size_t)len + 1) : NULL;
+
+	if (buf && fsnw_stats_json(t->w, buf, (size_t)len + 1) >= 0)
+		fprintf(stderr, "%s\n", buf);
+	else
+		fprintf(stderr, "fsnw-tree: statistics: %s\n", strerror(len < 0 ? -len : ENOMEM));
+	free(buf);
+}
+
+/* Returns 0 to go on, 1 to stop. */
+static int handle_signal(struct tree *t)
+{
+	struct signalfd_siginfo si;
+
+	if (read(t->sfd, &si, sizeof(si)) != sizeof(si))
+		return 0;
+	switch (si.ssi_signo) {
+	case SIGUSR1:
+		print_stats(t);
+		return 0;
+	case SIGUSR2:
+		dump_view(t);
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+static int loop(struct tree *t)
+{
+	struct fsnw_event evs[READ_MAX];
+
+	for (;;) {
+		struct epoll_event ee;
+		int n = epoll_wait(t->ep, &ee, 1, -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "fsnw-tree: epoll_wait: %s\n", strerror(errno));
+			return 1;
+		}
+		if (ee.data.fd == t->sfd) {
+			if (handle_signal(t))
+				return 0;
+			continue;
+		}
+		n = fsnw_read(t->w, evs, READ_MAX, 0);
+		if (n < 0) {
+			fprintf(stderr, "fsnw-tree: reading events: %s\n", strerror(-n));
+			return 1;
+		}
+		for (int i = 0; i < n; i++) {
+			int ret = tree_view_event(&t->v, &evs[i]);
+
+			if (ret < 0)
+				fprintf(stderr, "fsnw-tree: %s: %s\n", t->v.root, strerror(-ret));
+			if (ret)
+				return 1;
+		}
+		if (fflush(stdout) == EOF) {
+			fprintf(stderr, "fsnw-tree: writing events: %s\n", strerror(errno));
+			return 1;
+		}
+	}
+}
+
+static int parse_u32(const char *arg, const char *what, uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-' || v > UINT32_MAX) {
+		fprintf(stderr, "fsnw-tree: '%s' is not a valid %s\n", arg, what);
+		return -1;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct tree *t, struct fsnw_options *fo)
+{
+	static const struct option longs[] = {
+		{ "queue", required_argument, NULL, 'Q' },
+		{ "idle", required_argument, NULL, 'I' },
+		{ "backend", required_argument, NULL, 'B' },
+		{ "dump", required_argument, NULL, 'D' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+		switch (c) {
+		case 'Q':
+			if (parse_u32(optarg, "queue capacity", &fo->queue_capacity) < 0)
+				return -1;
+			break;
+		case 'I':
+			if (parse_u32(optarg, "idle watch count", &fo->idle_watches) < 0)
+				return -1;
+			break;
+		case 'B':
+			if (!strcmp(optarg, "auto") || !strcmp(optarg, "inotify") ||
+			    !strcmp(optarg, "fanotify")) {
+				fo->backend = optarg[0] == 'a' ? FSNW_BACKEND_AUTO :
+					      optarg[0] == 'i' ? FSNW_BACKEND_INOTIFY :
+								 FSNW_BACKEND_FANOTIFY;
+				break;
+			}
+			fprintf(stderr, "fsnw-tree: '%s' is not a backend: auto, inotify or "
+				"fanotify\n", optarg);
+			return -1;
+		case 'D':
+			t->dump = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return -1;
+	}
+	t->v.rootlen = strlen(argv[optind]);
+	while (t->v.rootlen > 1 && argv[optind][t->v.rootlen - 1] == '/')
+		t->v.rootlen--;
+	t->v.root = strndup(argv[optind], t->v.rootlen);
+	if (!t->v.root) {
+		fprintf(stderr, "fsnw-tree: %s\n", strerror(ENOMEM));
+		return -1;
+	}
+	return 0;
+}
+
+static int epoll_add(int ep, int fd)
+{
+	struct epoll_event ee = { .events = EPOLLIN, .data.fd = fd };
+
+	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ee);
+}
+
+static int setup(struct tree *t, const struct fsnw_options *fo)
+{
+	sigset_t set;
+	int ret;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	/* Blocked, they wait in the signalfd for the loop to take them. */
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	t->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	t->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (t->sfd < 0 || t->ep < 0 || epoll_add(t->ep, t->sfd) < 0) {
+		fprintf(stderr, "fsnw-tree: setting up the loop: %s\n", strerror(errno));
+		return -1;
+	}
+	ret = fsnw_open(&t->w, fo);
+	if (ret < 0) {
+		t->w = NULL;
+		fprintf(stderr, "fsnw-tree: cannot open a watcher: %s%s\n", strerror(-ret),
+			ret == -EMFILE ? " (see the sysctl fs.inotify.max_user_instances)" : "");
+		return -1;
+	}
+	if (epoll_add(t->ep, fsnw_get_fd(t->w)) < 0) {
+		fprintf(stderr, "fsnw-tree: setting up the loop: %s\n", strerror(errno));
+		return -1;
+	}
+	/* The watch first, then the walk: a change in between shows in both,
+	 * and applying an event twice leaves the view as it was. */
+	t->v.wid = fsnw_add(t->w, t->v.root, TREE_MASK, FSNW_WATCH_TREE);
+	if (t->v.wid < 0) {
+		fprintf(stderr, "fsnw-tree: cannot watch %s: %s\n", t->v.root, strerror(-t->v.wid));
+		return -1;
+	}
+	ret = tree_view_walk(&t->v);
+	if (ret < 0) {
+		fprintf(stderr, "fsnw-tree: walking %s: %s\n", t->v.root, strerror(-ret));
+		return -1;
+	}
+	fprintf(stderr, "fsnw-tree: watching %s (%zu entries)\n", t->v.root, t->v.view.count);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct fsnw_options fo = { .size = sizeof(fo) };
+	struct tree t = { .ep = -1, .sfd = -1 };
+	int ret, status = 1;
+	bool walked = false;
+
+	snap_init(&t.v.view);
+	snap_init(&t.v.moved);
+	ret = parse_opts(argc, argv, &t, &fo);
+	if (ret > 0)
+		status = 0;
+	else if (ret == 0 && setup(&t, &fo) == 0) {
+		walked = true;
+		status = loop(&t);
+	}
+	if (t.dump && walked)
+		dump_view(&t);
+	fsnw_close(t.w);
+	tree_view_forget_moved(&t.v);
+	snap_fini(&t.v.view);
+	free(t.v.root);
+	if (t.ep >= 0)
+		close(t.ep);
+	if (t.sfd >= 0)
+		close(t.sfd);
+	return status;
+}

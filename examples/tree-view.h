@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fsnw-tree's view of its tree, kept up to date from the library's events,
+ * and put right by a rescan when they cannot be trusted (an overflow, or an
+ * event the view cannot place).
+ */
+#ifndef FSNW_EXAMPLES_TREE_VIEW_H
+#define FSNW_EXAMPLES_TREE_VIEW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fsnwatch.h"
+#include "snapshot.h"
+
+struct tree_view {
+	char *root;            /* as given, trailing slashes dropped */
+	size_t rootlen;
+	int wid;               /* the tree's watch */
+	struct snapshot view;
+	/* The last entry moved away, kept until its MOVED_TO (same cookie) says
+	 * where it went: a rename within the tree keeps its subtree. */
+	struct snapshot moved;
+	uint32_t moved_cookie;
+	char *moved_path;
+};
+
+/*
+ * Print one event read from the library as a JSON line and apply it to the
+ * view, with the lines of any rescan it causes. Returns 0 to go on, 1 when
+ * the root itself is gone or moved away, -errno on error.
+ */
+int tree_view_event(struct tree_view *t, const struct fsnw_event *ev);
+
+/* Fill the view from a walk of the whole tree. Returns 0 or -errno. */
+int tree_view_walk(struct tree_view *t);
+
+/* Drop the entry kept since its MOVED_FROM. */
+void tree_view_forget_moved(struct tree_view *t);
+
+#endif

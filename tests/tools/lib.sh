@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: MIT
+# Helpers for the tools tests; sourced by each script, run by bash.
+# meson passes the programs in FSNW_WAIT, FSNW_TREE and FSNW_EPOLL.
+# Exit status: 0 passed, 1 failed, 77 skipped.
+
+set -u
+
+: "${FSNW_WAIT:?}" "${FSNW_TREE:?}" "${FSNW_EPOLL:?}"
+
+# Generous, only so that a broken program cannot hang the suite.
+WAIT_LIMIT=${WAIT_LIMIT:-60}
+
+TMP=$(mktemp -d /dev/shm/fsnw-tools-XXXXXX) || exit 1
+BG_PIDS=()
+
+cleanup() {
+	local pid
+	for pid in "${BG_PIDS[@]}"; do
+		kill -CONT "$pid" 2>/dev/null
+		kill -TERM "$pid" 2>/dev/null
+	done
+	for pid in "${BG_PIDS[@]}"; do
+		wait "$pid" 2>/dev/null
+	done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+# KEEP_TMP=1: leave the scratch directory (and any process) for a post-mortem.
+[ -n "${KEEP_TMP:-}" ] && trap - EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+skip() {
+	echo "SKIP: $*" >&2
+	exit 77
+}
+
+# start VAR CMD...: run CMD in the background (stdout, stderr as redirected
+# by the caller through OUT and ERR), remember its pid in VAR.
+start() {
+	local var=$1 out=$2 err=$3
+	shift 3
+	# Emptied here, not by the child: a wait_for right after must not read
+	# what an earlier run left in the same files.
+	: >"$out"
+	: >"$err"
+	"$@" >>"$out" 2>>"$err" &
+	BG_PIDS+=($!)
+	printf -v "$var" %s "$!"
+}
+
+# stop PID [SIGNAL]: signal it and return its exit status.
+stop() {
+	kill -"${2:-TERM}" "$1" 2>/dev/null
+	wait_exit "$1"
+}
+
+# wait_for FILE ERE: until a line of FILE matches, or fail after WAIT_LIMIT.
+wait_for() {
+	local file=$1 re=$2 end=$((SECONDS + WAIT_LIMIT))
+	while ! grep -Eq -- "$re" "$file" 2>/dev/null; do
+		if ((SECONDS >= end)); then
+			echo "--- $file:" >&2
+			tail -n 20 "$file" >&2
+			fail "timed out waiting for /$re/ in $file"
+		fi
+		sleep 0.05
+	done
+}
+
+# wait_exit PID: its exit status, or fail when it does not end in WAIT_LIMIT.
+wait_exit() {
+	local pid=$1 end=$((SECONDS + WAIT_LIMIT)) stat
+	while kill -0 "$pid" 2>/dev/null; do
+		# A child that has exited stays a zombie until wait: that is done.
+		read -r _ _ stat _ <"/proc/$pid/stat" 2>/dev/null || break
+		[ "$stat" = Z ] && break
+		((SECONDS >= end)) && fail "process $pid did not exit"
+		sleep 0.05
+	done
+	wait "$pid"
+}
+
+# The value of a numeric member in a JSON text: json_num FILE NAME.
+json_num() {
+	grep -o "\"$2\":[0-9]*" "$1" | tail -n 1 | cut -d: -f2
+}
+
+# The real tree under DIR, as fsnw-tree dumps its view.
+real_tree() {
+	(cd "$1" && find . -mindepth 1 -printf '%y\t%P\n' | LC_ALL=C sort)
+}
