@@ -25,7 +25,7 @@ extern "C" {
 struct fsnw; /* an opaque watcher handle */
 
 /* Backends (fsnw_options.backend, fsnw_get_backend). */
-#define FSNW_BACKEND_AUTO     0 /* fanotify where it works for what is asked, else inotify */
+#define FSNW_BACKEND_AUTO     0 /* fanotify for FSNW_OPEN_BIG_TREES where permitted, else inotify */
 #define FSNW_BACKEND_INOTIFY  1
 #define FSNW_BACKEND_FANOTIFY 2
 
@@ -33,6 +33,7 @@ struct fsnw; /* an opaque watcher handle */
 #define FSNW_OPEN_NONBLOCK  0x0001u /* fsnw_read never sleeps; -EAGAIN when nothing is ready */
 #define FSNW_OPEN_NO_MERGE  0x0002u /* queue every event; never coalesce repeats */
 #define FSNW_OPEN_NO_STATS  0x0004u /* skip latency timing (counters are always kept) */
+#define FSNW_OPEN_BIG_TREES 0x0008u /* with AUTO: fanotify filesystem marks for trees where permitted */
 
 #define FSNW_QUEUE_DEFAULT   16384u      /* queue_capacity 0 means this */
 #define FSNW_QUEUE_UNLIMITED 0xffffffffu /* queue_capacity: no bound */
@@ -177,6 +178,7 @@ struct fsnw_stats {
 	uint64_t dropped_parked;   /* for a parked kernel watch */
 	uint64_t dropped_queue_full; /* no slot left: covered by FSNW_OVERFLOW */
 	uint64_t dropped_stale;    /* for a kernel watch already gone (late IN_IGNORED and such) */
+	uint64_t dropped_walk;     /* echoes of the library's own directory reads in tree walks */
 	uint64_t overflows_kernel; /* IN_Q_OVERFLOW / FAN_Q_OVERFLOW read */
 	uint64_t overflows_queue;  /* FSNW_OVERFLOW raised by the user-space queue */
 	uint64_t overflows_unwatched; /* FSNW_OVERFLOW raised: a tree could not follow a new directory */

@@ -5,7 +5,8 @@
  * mark per filesystem. Needs CAP_SYS_ADMIN (filesystem marks) and
  * CAP_DAC_READ_SEARCH (open_by_handle_at) and Linux 5.17 (FAN_RENAME,
  * FAN_REPORT_TARGET_FID); without them init fails -EPERM / -EOPNOTSUPP and
- * AUTO uses inotify.
+ * AUTO uses inotify. AUTO picks this backend only for FSNW_OPEN_BIG_TREES:
+ * the list below is why.
  *
  * What inotify gives and this backend cannot:
  * - IN_EXCL_UNLINK: fanotify has no such mark flag. FSNW_WATCH_EXCL_UNLINK

@@ -16,7 +16,8 @@
 #include "stats.h"
 #include "tree.h"
 
-#define OPEN_FLAGS (FSNW_OPEN_NONBLOCK | FSNW_OPEN_NO_MERGE | FSNW_OPEN_NO_STATS)
+#define OPEN_FLAGS (FSNW_OPEN_NONBLOCK | FSNW_OPEN_NO_MERGE | FSNW_OPEN_NO_STATS | \
+		    FSNW_OPEN_BIG_TREES)
 /* Watch flags that inotify users may leave inside the mask. */
 #define MASK_FLAGS (FSNW_WATCH_ONLYDIR | FSNW_WATCH_DONT_FOLLOW | FSNW_WATCH_EXCL_UNLINK | \
 		    FSNW_WATCH_ONESHOT)
@@ -162,7 +163,16 @@ static void reap_unread_ignored(struct fsnw *w)
 		handle_drain(w, 0);
 }
 
-static int open_backend(struct fsnw *w, uint32_t which)
+/*
+ * AUTO gives the caller the best the kernel allows for what it asked. Only
+ * inotify gives the whole event contract (FSNW_UNMOUNT, IN_EXCL_UNLINK,
+ * events of subdirectories on their parent's watch, exact counts) at one
+ * syscall a mark and without holding the filesystem busy; what fanotify
+ * does better is trees, one filesystem mark instead of a mark a directory.
+ * So AUTO takes fanotify when the caller says trees are what matter
+ * (FSNW_OPEN_BIG_TREES) and the process may use it, and inotify otherwise.
+ */
+static int open_backend(struct fsnw *w, uint32_t which, uint32_t flags)
 {
 	switch (which) {
 	case FSNW_BACKEND_INOTIFY:
@@ -171,10 +181,12 @@ static int open_backend(struct fsnw *w, uint32_t which)
 	case FSNW_BACKEND_FANOTIFY:
 		w->be = &fanotify_backend;
 		return w->be->init(w);
-	default: /* AUTO: fanotify where it may be used in full, else inotify */
-		w->be = &fanotify_backend;
-		if (w->be->init(w) == 0)
-			return 0;
+	default:
+		if (flags & FSNW_OPEN_BIG_TREES) {
+			w->be = &fanotify_backend;
+			if (w->be->init(w) == 0)
+				return 0;
+		}
 		w->be = &inotify_backend;
 		return w->be->init(w);
 	}
@@ -247,7 +259,7 @@ FSNW_EXPORT int fsnw_open(struct fsnw **ret, const struct fsnw_options *opts)
 		goto fail;
 	}
 	stats_clock_init(w);
-	err = open_backend(w, o.backend);
+	err = open_backend(w, o.backend, o.flags);
 	if (err < 0)
 		goto fail;
 	w->st.backend = (uint32_t)w->be->id;

@@ -36,6 +36,8 @@ struct fsnw {
 	int draining;           /* a drain is running: dispatch must not start another */
 	struct list tree_work;  /* directories to watch once the current drain ends */
 	int tree_busy;          /* a walk or the job loop runs: new jobs wait for it */
+	int walk_open;          /* a walk window is open (see tree_walk_echo) */
+	uint32_t walk_gen;      /* its generation, stamped on the directories it reads */
 	/* Our own removes since the kernel queue was last emptied: inotify
 	 * has their IN_IGNORED to read, fanotify may hold events for them. */
 	uint32_t unread_ignored;

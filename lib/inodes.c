@@ -518,6 +518,10 @@ void inodes_dispatch(struct fsnw *w, const struct kevent *ev)
 		if (!l->active)
 			continue;
 		heard = true;
+		if (lw->tree && w->walk_open && tree_walk_echo(w, l, ev)) {
+			w->st.dropped_walk++;
+			continue;
+		}
 		mask = ev->mask & (lw->mask | FSNW_ISDIR | FSNW_UNMOUNT);
 		wanted = mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT);
 		if (wanted && queue_push(w->q, &lw->qo, l->path, mask, ev->cookie, ev->name,

@@ -37,6 +37,7 @@ struct kwatch {
 	bool excl_unlink;   /* the kernel mark has IN_EXCL_UNLINK */
 	bool parked;
 	bool dropped;       /* the kernel dropped the mark: never unmark nor park it */
+	uint32_t walk_gen;  /* the walk window that last read this directory */
 	bool marked;        /* has a kernel mark of its own: unmark it when it goes */
 	bool fsmark;        /* the mark of a whole filesystem, pinned by what it covers */
 	uint8_t bflags;     /* struct kkey.bflags */

@@ -127,6 +127,7 @@ static const struct {
 	COUNTER(events_read), COUNTER(events_queued), COUNTER(events_delivered),
 	COUNTER(events_merged), COUNTER(events_synthetic), COUNTER(dropped_removed),
 	COUNTER(dropped_parked), COUNTER(dropped_queue_full), COUNTER(dropped_stale),
+	COUNTER(dropped_walk),
 	COUNTER(overflows_kernel), COUNTER(overflows_queue), COUNTER(overflows_unwatched),
 	COUNTER(queue_depth),
 	COUNTER(queue_high_water),

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -240,6 +241,7 @@ static int walk(struct walk *wk, int parentfd, const char *name, struct strref *
 	}
 	if (!depth)
 		wk->t->root = l;
+	l->kw->walk_gen = wk->w->walk_gen;
 	ret = read_dir(wk, fd, l, &names, &len);
 	for (size_t off = 0; ret == 0 && off < len; off += strlen(names + off) + 1) {
 		const char *sname = names + off;
@@ -351,6 +353,47 @@ static int absolute_root(struct tree *t, const struct strref *path)
 	return t->abs_root ? 0 : -ENOMEM;
 }
 
+/*
+ * A walk opens, reads and closes directories it has just watched (the mark
+ * must come first, or entries made meanwhile go unseen), and the kernel
+ * reports those reads as OPEN, ACCESS and CLOSE_NOWRITE with ISDIR, on the
+ * directory and on its parent. They are the library's, not the caller's:
+ * while a walk window is open, such read-only events for a directory read
+ * in it are dropped, and the window closes after a complete drain has read
+ * every event the walk caused. A read by someone else in the same instant
+ * is concurrent with the add and may go too.
+ */
+static void walk_window_open(struct fsnw *w)
+{
+	if (w->walk_open++ == 0)
+		w->walk_gen++;
+}
+
+static void walk_window_close(struct fsnw *w)
+{
+	handle_drain(w, DRAIN_COMPLETE);
+	w->walk_open--;
+}
+
+bool tree_walk_echo(const struct fsnw *w, const struct link *l, const struct kevent *ev)
+{
+	const uint32_t reads = FSNW_OPEN | FSNW_ACCESS | FSNW_CLOSE_NOWRITE;
+	char path[PATH_MAX + NAME_MAX + 2];
+	const struct link *child;
+
+	if (!(ev->mask & FSNW_ISDIR) || (ev->mask & ~(reads | FSNW_ISDIR)))
+		return false;
+	if (!ev->name)
+		return l->kw->walk_gen == w->walk_gen;
+	if (l->path->len + 1 + ev->namelen >= sizeof(path))
+		return false;
+	memcpy(path, l->path->s, l->path->len);
+	path[l->path->len] = '/';
+	memcpy(path + l->path->len + 1, ev->name, ev->namelen);
+	child = find_link(l->watch->tree, path, l->path->len + 1 + ev->namelen);
+	return child && child->kw->walk_gen == w->walk_gen;
+}
+
 int tree_add(struct fsnw *w, struct watch *lw)
 {
 	struct tree *t = fsnw_calloc(1, sizeof(*t));
@@ -370,7 +413,12 @@ int tree_add(struct fsnw *w, struct watch *lw)
 	}
 	/* Directory changes seen by drains during the walk wait for its end. */
 	w->tree_busy++;
+	walk_window_open(w);
 	ret = walk_from(w, lw, lw->path, false, 0);
+	if (ret == 0)
+		walk_window_close(w);
+	else
+		w->walk_open--;
 	w->tree_busy--;
 	if (ret < 0) {
 		tree_undo(w, lw);
@@ -549,16 +597,23 @@ void tree_process_pending(struct fsnw *w)
 {
 	/* A walk may attach onto a shared kernel watch, which drains, which
 	 * may queue more jobs: the outer loop takes them. */
-	if (w->tree_busy)
+	if (w->tree_busy || list_empty(&w->tree_work))
 		return;
 	w->tree_busy++;
-	while (!list_empty(&w->tree_work)) {
-		struct job *j = list_first(&w->tree_work, struct job, node);
+	walk_window_open(w);
+	do {
+		while (!list_empty(&w->tree_work)) {
+			struct job *j = list_first(&w->tree_work, struct job, node);
 
-		list_del(&j->node);
-		watch_new_dir(w, j->lw, j->path, j->kind == JOB_NEW);
-		strref_put(j->path);
-		fsnw_free(j);
-	}
+			list_del(&j->node);
+			watch_new_dir(w, j->lw, j->path, j->kind == JOB_NEW);
+			strref_put(j->path);
+			fsnw_free(j);
+		}
+		/* The closing drain may find more new directories. */
+		walk_window_close(w);
+		if (!list_empty(&w->tree_work))
+			walk_window_open(w);
+	} while (w->walk_open && !list_empty(&w->tree_work));
 	w->tree_busy--;
 }

@@ -22,6 +22,8 @@ int tree_add(struct fsnw *w, struct watch *lw);
 void tree_undo(struct fsnw *w, struct watch *lw);
 /* Detach every directory of the tree (parking where the cache allows). */
 void tree_remove(struct fsnw *w, struct watch *lw, bool park);
+/* An echo of the library's own read of a directory during a walk: drop it. */
+bool tree_walk_echo(const struct fsnw *w, const struct link *l, const struct kevent *ev);
 /* A kernel event reached a tree link: note new directories, apply renames
  * and departures. It may detach l (and only links of l's tree). */
 void tree_note_event(struct fsnw *w, struct link *l, const struct kevent *ev);
