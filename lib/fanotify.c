@@ -559,14 +559,10 @@ static int fan_unmark(struct fsnw *w, const struct kwatch *kw)
 static ssize_t fan_read(struct fsnw *w, void *buf, size_t len, kevent_fn fn, void *arg)
 {
 	struct fan *f = w->be_state;
-	ssize_t n;
+	ssize_t n = handle_read_group(w, buf, len);
 
-	do {
-		n = read(w->kfd, buf, len);
-		w->st.sys_read++;
-	} while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return errno == EAGAIN ? 0 : -errno;
+	if (n <= 0)
+		return n;
 	/* FID mode: records carry no fds (metadata.fd is FAN_NOFD), nothing to close. */
 	fanotify_decode(buf, (size_t)n, &f->cookie, fn, arg);
 	return n;

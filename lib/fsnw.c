@@ -39,6 +39,19 @@ static void unlock(const struct fsnw *w)
 	pthread_mutex_unlock(&((struct fsnw *)w)->lock);
 }
 
+ssize_t handle_read_group(struct fsnw *w, void *buf, size_t len)
+{
+	ssize_t n;
+
+	do {
+		n = read(w->kfd, buf, len);
+		w->st.sys_read++;
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	return n;
+}
+
 static void dispatch_cb(void *arg, const struct kevent *ev)
 {
 	inodes_dispatch(arg, ev);

@@ -57,6 +57,10 @@ struct fsnw {
 #define DRAIN_TIMED 0x2u
 int handle_drain(struct fsnw *w, unsigned flags);
 
+/* One non-blocking read of the group fd, counted: bytes, 0 when nothing is
+ * pending, or -errno. For the backends' read op. */
+ssize_t handle_read_group(struct fsnw *w, void *buf, size_t len);
+
 /* The bodies of fsnw_add and fsnw_remove (lock held); batch calls them per item. */
 int handle_add(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags);
 int handle_remove(struct fsnw *w, int wid);

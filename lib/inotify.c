@@ -128,15 +128,10 @@ size_t inotify_decode(const void *buf, size_t len, kevent_fn fn, void *arg)
 
 static ssize_t inotify_read(struct fsnw *w, void *buf, size_t len, kevent_fn fn, void *arg)
 {
-	ssize_t n;
+	ssize_t n = handle_read_group(w, buf, len);
 
-	do {
-		n = read(w->kfd, buf, len);
-		w->st.sys_read++;
-	} while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return errno == EAGAIN ? 0 : -errno;
-	inotify_decode(buf, (size_t)n, fn, arg);
+	if (n > 0)
+		inotify_decode(buf, (size_t)n, fn, arg);
 	return n;
 }
 
