@@ -86,7 +86,8 @@ struct fsnw_options {
 int fsnw_open(struct fsnw **ret, const struct fsnw_options *opts);
 /* Remove every watch, release every fd and byte. NULL is fine. */
 void fsnw_close(struct fsnw *w);
-/* A pollable fd: readable when fsnw_read has something to return. */
+/* A pollable fd, readable when fsnw_read has something to return (made on the
+ * first call, which may fail with -EMFILE or -ENOMEM). */
 int fsnw_get_fd(const struct fsnw *w);
 /* The backend in use: FSNW_BACKEND_INOTIFY or FSNW_BACKEND_FANOTIFY. */
 int fsnw_get_backend(const struct fsnw *w);

@@ -224,22 +224,36 @@ static int read_options(const struct fsnw_options *opts, struct fsnw_options *o)
 	return 0;
 }
 
-static int open_fds(struct fsnw *w)
+static int open_evfd(struct fsnw *w)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
-
 	w->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	w->st.sys_other++;
-	if (w->evfd < 0)
-		return -errno;
-	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	return w->evfd < 0 ? -errno : 0;
+}
+
+/*
+ * The epoll fd is made on the first fsnw_get_fd: a group fd in an epoll set
+ * runs epoll's wakeup for every event the kernel queues (our own IN_IGNORED
+ * included), a cost a caller that never polls should not pay. fsnw_read
+ * sleeps in poll() on the group fd and the eventfd, without it.
+ */
+static int make_epoll(struct fsnw *w)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int fd = epoll_create1(EPOLL_CLOEXEC);
+
 	w->st.sys_other++;
-	if (w->epfd < 0)
+	if (fd < 0)
 		return -errno;
 	w->st.sys_other += 2;
-	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->kfd, &ev) < 0 ||
-	    epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->evfd, &ev) < 0)
-		return -errno;
+	if (epoll_ctl(fd, EPOLL_CTL_ADD, w->kfd, &ev) < 0 ||
+	    epoll_ctl(fd, EPOLL_CTL_ADD, w->evfd, &ev) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	w->epfd = fd;
 	return 0;
 }
 
@@ -276,7 +290,7 @@ FSNW_EXPORT int fsnw_open(struct fsnw **ret, const struct fsnw_options *opts)
 	if (err < 0)
 		goto fail;
 	w->st.backend = (uint32_t)w->be->id;
-	err = open_fds(w);
+	err = open_evfd(w);
 	if (err < 0)
 		goto fail;
 	*ret = w;
@@ -319,7 +333,15 @@ FSNW_EXPORT void fsnw_close(struct fsnw *w)
 
 FSNW_EXPORT int fsnw_get_fd(const struct fsnw *w)
 {
-	return w ? w->epfd : -EINVAL;
+	struct fsnw *mw = (struct fsnw *)w; /* the lazy fd is not caller-visible state */
+	int ret;
+
+	if (!w)
+		return -EINVAL;
+	lock(w);
+	ret = mw->epfd >= 0 ? 0 : make_epoll(mw);
+	unlock(w);
+	return ret < 0 ? ret : w->epfd;
 }
 
 FSNW_EXPORT int fsnw_get_backend(const struct fsnw *w)

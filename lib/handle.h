@@ -23,7 +23,7 @@ struct fsnw {
 	void *be_state;         /* backend private */
 	int kfd;                /* the kernel group fd */
 	int evfd;               /* eventfd: readable while events wait in the queue */
-	int epfd;               /* what fsnw_get_fd returns: kfd and evfd */
+	int epfd;               /* what fsnw_get_fd returns (kfd and evfd), made on its first call */
 	bool ev_ready;          /* evfd is signalled */
 	uint32_t open_flags;    /* FSNW_OPEN_* */
 	struct watches watches;
