@@ -90,6 +90,13 @@ struct backend {
 	bool stable_keys;
 	/* The kernel honours FSNW_WATCH_EXCL_UNLINK (inotify only). */
 	bool excl_unlink;
+	/*
+	 * Optional: call fn with the key of every kernel watch the kernel
+	 * still holds. After a kernel overflow it finds the watches whose
+	 * drop notice (IN_IGNORED) the full queue lost. -errno if it cannot.
+	 */
+	int (*live)(struct fsnw *w, void (*fn)(struct fsnw *w, const unsigned char *key,
+					       size_t len));
 };
 
 extern const struct backend inotify_backend;

@@ -82,6 +82,10 @@ int handle_drain(struct fsnw *w, unsigned flags)
 	}
 	if (n == 0)
 		w->unread_ignored = 0;
+	if (w->reconcile) {
+		w->reconcile = false;
+		inodes_reconcile(w);
+	}
 	w->draining = 0;
 	PROBE2(read, reads, queue_depth(w->q));
 	tree_process_pending(w);
@@ -277,6 +281,7 @@ FSNW_EXPORT int fsnw_open(struct fsnw **ret, const struct fsnw_options *opts)
 	watches_init(&w->watches);
 	inodes_init(&w->inodes, o.idle_watches);
 	list_init(&w->tree_work);
+	list_init(&w->tree_retry);
 	pthread_mutex_init(&w->lock, NULL);
 	w->rbuf_len = READ_BUF_SIZE;
 	w->rbuf = fsnw_malloc(w->rbuf_len);

@@ -35,6 +35,8 @@ struct fsnw {
 	size_t rbuf_len;
 	int draining;           /* a drain is running: dispatch must not start another */
 	struct list tree_work;  /* directories to watch once the current drain ends */
+	struct list tree_retry; /* directories a tree failed to follow: tried after each drain */
+	bool tree_rescan;       /* some tree directory must be read again for new subdirectories */
 	int tree_busy;          /* a walk or the job loop runs: new jobs wait for it */
 	int walk_open;          /* a walk window is open (see tree_walk_echo) */
 	uint32_t walk_gen;      /* its generation, stamped on the directories it reads */
@@ -44,6 +46,7 @@ struct fsnw {
 	int batch_depth;        /* inside fsnw_add_batch */
 	bool batch_drained;     /* ... and the kernel was drained for it already */
 	bool closing;           /* fsnw_close: closing the fd drops the marks, no syscalls */
+	bool reconcile;         /* a kernel overflow was read: check which watches live */
 };
 
 /*

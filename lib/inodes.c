@@ -481,6 +481,63 @@ static void kwatch_dropped(struct fsnw *w, struct kwatch *kw)
 	kwatch_unused(w, kw, false);
 }
 
+static void mark_live(struct fsnw *w, const unsigned char *key, size_t len)
+{
+	struct kwatch *kw = find(&w->inodes, key, len);
+
+	if (kw)
+		kw->live_gen = w->inodes.live_gen;
+}
+
+struct gone {
+	struct kwatch *victims;
+	uint32_t gen;
+};
+
+static void collect_gone(struct hnode *n, void *arg)
+{
+	struct kwatch *kw = container_of(n, struct kwatch, node);
+	struct gone *g = arg;
+
+	if (kw->dropped || kw->wd < 0 || kw->live_gen == g->gen)
+		return;
+	kw->victim = g->victims;
+	g->victims = kw;
+}
+
+void inodes_reconcile(struct fsnw *w)
+{
+	struct gone g = { NULL, 0 };
+	struct kwatch *victims = NULL, *kw;
+
+	if (!w->be->live)
+		return;
+	g.gen = ++w->inodes.live_gen;
+	if (w->be->live(w, mark_live) < 0)
+		return;
+	htab_for_each(&w->inodes.by_key, collect_gone, &g);
+	/* Parked ones have no links: they just go. The others are pinned, so
+	 * dropping one (a whole tree, say) frees none still on the list. */
+	for (kw = g.victims; kw;) {
+		struct kwatch *next = kw->victim;
+
+		if (kw->parked) {
+			w->st.kernel_drops++;
+			kwatch_forget(w, kw);
+		} else {
+			kw->nlinks++;
+			kw->victim = victims;
+			victims = kw;
+		}
+		kw = next;
+	}
+	while ((kw = victims)) {
+		victims = kw->victim;
+		kw->nlinks--;
+		kwatch_dropped(w, kw);
+	}
+}
+
 void inodes_dispatch(struct fsnw *w, const struct kevent *ev)
 {
 	struct list *pos, *tmp;
@@ -489,6 +546,7 @@ void inodes_dispatch(struct fsnw *w, const struct kevent *ev)
 
 	if (ev->mask & FSNW_OVERFLOW) {
 		w->st.events_read++;
+		w->reconcile = true;
 		handle_overflow(w, OVERFLOW_KERNEL);
 		return;
 	}

@@ -38,6 +38,8 @@ struct kwatch {
 	bool parked;
 	bool dropped;       /* the kernel dropped the mark: never unmark nor park it */
 	uint32_t walk_gen;  /* the walk window that last read this directory */
+	uint32_t live_gen;  /* the last reconcile that found it in the kernel */
+	struct kwatch *victim; /* reconcile: next kernel watch found gone */
 	bool marked;        /* has a kernel mark of its own: unmark it when it goes */
 	bool fsmark;        /* the mark of a whole filesystem, pinned by what it covers */
 	uint8_t bflags;     /* struct kkey.bflags */
@@ -54,6 +56,7 @@ struct inodes {
 	struct list idle;   /* parked kernel watches, most recent first */
 	size_t nparked;
 	size_t idle_max;
+	uint32_t live_gen;  /* reconcile generation */
 	size_t nfsmarks;    /* filesystem-mark kernel watches (not objects watched) */
 };
 
@@ -102,6 +105,13 @@ void inodes_detach(struct fsnw *w, struct link *l, bool park);
  * revived -> parked, shared -> untouched.
  */
 void inodes_undo(struct fsnw *w, struct link *l);
+
+/*
+ * After a kernel overflow: a full kernel queue drops IN_IGNORED too, so ask
+ * the kernel which watches it still holds and drop the others as if their
+ * notice had come. A no-op where the backend cannot tell.
+ */
+void inodes_reconcile(struct fsnw *w);
 
 /* Deliver one decoded kernel event to the logical watches it concerns. */
 void inodes_dispatch(struct fsnw *w, const struct kevent *ev);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <unistd.h>
@@ -135,6 +136,49 @@ static ssize_t inotify_read(struct fsnw *w, void *buf, size_t len, kevent_fn fn,
 	return n;
 }
 
+/*
+ * The kernel lists every watch of the group in the fd's fdinfo, a line
+ * "inotify wd:<hex> ino:... " each.
+ */
+static int inotify_live(struct fsnw *w, void (*fn)(struct fsnw *w, const unsigned char *key,
+						   size_t len))
+{
+	char path[64], buf[4096];
+	size_t have = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", w->kfd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	w->st.sys_other++;
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		char *line = buf, *nl;
+
+		w->st.sys_other++;
+		if (n <= 0) {
+			close(fd);
+			w->st.sys_other++;
+			return n < 0 ? -EIO : 0;
+		}
+		have += (size_t)n;
+		buf[have] = '\0';
+		while ((nl = strchr(line, '\n'))) {
+			int wd;
+
+			*nl = '\0';
+			if (sscanf(line, "inotify wd:%x ", (unsigned *)&wd) == 1)
+				fn(w, (const unsigned char *)&wd, sizeof(wd));
+			line = nl + 1;
+		}
+		have -= (size_t)(line - buf);
+		memmove(buf, line, have);
+		if (have == sizeof(buf) - 1)
+			have = 0; /* no line is this long: skip it */
+	}
+}
+
 const struct backend inotify_backend = {
 	.id = FSNW_BACKEND_INOTIFY,
 	.name = "inotify",
@@ -145,4 +189,5 @@ const struct backend inotify_backend = {
 	.read = inotify_read,
 	.max_record = sizeof(struct inotify_event) + NAME_MAX + 1,
 	.excl_unlink = true,
+	.live = inotify_live,
 };

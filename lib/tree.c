@@ -41,6 +41,7 @@ struct job {
 	struct list node;
 	struct watch *lw;
 	enum job_kind kind;
+	bool failed;         /* a walk of it failed: FSNW_OVERFLOW was raised */
 	struct strref *path; /* the directory */
 };
 
@@ -292,11 +293,11 @@ static void unindex_and_detach(struct fsnw *w, struct tree *t, struct link *l, b
 	inodes_detach(w, l, park);
 }
 
-static void cancel_jobs(struct fsnw *w, const struct watch *lw)
+static void cancel_jobs_in(struct list *jobs, const struct watch *lw)
 {
 	struct list *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &w->tree_work) {
+	list_for_each_safe(pos, tmp, jobs) {
 		struct job *j = list_entry(pos, struct job, node);
 
 		if (j->lw != lw)
@@ -305,6 +306,12 @@ static void cancel_jobs(struct fsnw *w, const struct watch *lw)
 		strref_put(j->path);
 		fsnw_free(j);
 	}
+}
+
+static void cancel_jobs(struct fsnw *w, const struct watch *lw)
+{
+	cancel_jobs_in(&w->tree_work, lw);
+	cancel_jobs_in(&w->tree_retry, lw);
 }
 
 void tree_remove(struct fsnw *w, struct watch *lw, bool park)
@@ -438,17 +445,29 @@ bool tree_link_dropped(struct fsnw *w, struct link *l)
 	return false;
 }
 
-static void add_job(struct fsnw *w, struct watch *lw, enum job_kind kind, struct strref *path)
+/*
+ * Out of memory for a new subdirectory of l before a job could hold it: the
+ * caller hears of the gap now, and l is read again for subdirectories the
+ * tree does not know after a later drain.
+ */
+static void need_rescan(struct fsnw *w, struct link *l)
+{
+	l->rescan = true;
+	w->tree_rescan = true;
+	handle_overflow(w, OVERFLOW_UNWATCHED);
+}
+
+/* Follow the new subdirectory path of l (the job takes the reference). */
+static void add_job(struct fsnw *w, struct link *l, enum job_kind kind, struct strref *path)
 {
 	struct job *j = fsnw_calloc(1, sizeof(*j));
 
 	if (!j) {
-		/* A directory we cannot follow means events we will not see. */
 		strref_put(path);
-		handle_overflow(w, OVERFLOW_UNWATCHED);
+		need_rescan(w, l);
 		return;
 	}
-	j->lw = lw;
+	j->lw = l->watch;
 	j->kind = kind;
 	j->path = path;
 	list_add_tail(&j->node, &w->tree_work);
@@ -506,11 +525,12 @@ void tree_note_event(struct fsnw *w, struct link *l, const struct kevent *ev)
 		return;
 	path = strref_join(l->path, ev->name, ev->namelen);
 	if (!path) {
-		handle_overflow(w, OVERFLOW_UNWATCHED);
+		if (!(ev->mask & FSNW_MOVED_FROM))
+			need_rescan(w, l);
 		return;
 	}
 	if (ev->mask & FSNW_CREATE) {
-		add_job(w, lw, JOB_NEW, path);
+		add_job(w, l, JOB_NEW, path);
 		return;
 	}
 	if (ev->mask & FSNW_MOVED_FROM) {
@@ -529,7 +549,7 @@ void tree_note_event(struct fsnw *w, struct link *l, const struct kevent *ev)
 		rename_subtree(w, lw, child->path, path);
 		strref_put(path);
 	} else {
-		add_job(w, lw, JOB_MOVED_IN, path);
+		add_job(w, l, JOB_MOVED_IN, path);
 	}
 }
 
@@ -583,32 +603,108 @@ static void rename_subtree(struct fsnw *w, struct watch *lw, const struct strref
 	strref_put(from);
 }
 
-static void watch_new_dir(struct fsnw *w, struct watch *lw, struct strref *path, bool synthetic)
+/*
+ * Walk a job's directory. A walk that fails (other than because the
+ * directory went) leaves events below it unseen: the first failure raises
+ * FSNW_OVERFLOW and the job waits on the retry list for the next drain; the
+ * walk that finally succeeds raises FSNW_OVERFLOW again, as what happened
+ * in between is lost and only a rescan from now on sees it all.
+ */
+static void run_job(struct fsnw *w, struct job *j)
 {
-	int ret;
+	int ret = walk_from(w, j->lw, j->path, j->kind == JOB_NEW, 1);
 
-	ret = walk_from(w, lw, path, synthetic, 1);
-	if (ret < 0 && !vanished(ret))
-		/* Events below it will be missed: say so. */
+	if (ret < 0 && !vanished(ret)) {
+		if (!j->failed)
+			handle_overflow(w, OVERFLOW_UNWATCHED);
+		j->failed = true;
+		list_add_tail(&j->node, &w->tree_retry);
+		return;
+	}
+	if (ret == 0 && j->failed)
 		handle_overflow(w, OVERFLOW_UNWATCHED);
+	strref_put(j->path);
+	fsnw_free(j);
+}
+
+/* Read l's directory again and follow the subdirectories the tree lacks. */
+static void rescan_link(struct fsnw *w, struct watch *lw, struct link *l)
+{
+	struct walk wk = { w, lw, lw->tree, false, NULL };
+	struct strref *real = real_path(lw, l->path);
+	char *names = NULL;
+	size_t len = 0;
+	int fd = -1, ret = -ENOMEM;
+
+	wk.dents = fsnw_malloc(DENTS_BUF);
+	if (wk.dents && real) {
+		fd = openat(AT_FDCWD, real->s, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		w->st.sys_walk++;
+		ret = fd < 0 ? -errno : read_dir(&wk, fd, l, &names, &len);
+	}
+	for (size_t off = 0; ret == 0 && off < len; off += strlen(names + off) + 1) {
+		struct strref *sub = strref_join(l->path, names + off, strlen(names + off));
+
+		if (!sub)
+			ret = -ENOMEM;
+		else if (find_link(lw->tree, sub->s, sub->len))
+			strref_put(sub);
+		else
+			add_job(w, l, JOB_NEW, sub);
+	}
+	if (ret == 0 || vanished(ret))
+		l->rescan = false;
+	else
+		w->tree_rescan = true;
+	if (fd >= 0) {
+		close(fd);
+		w->st.sys_walk++;
+	}
+	fsnw_free(names);
+	fsnw_free(wk.dents);
+	strref_put(real);
+}
+
+static void rescan_watch(struct watch *lw, void *arg)
+{
+	struct list *pos, *tmp;
+
+	if (!lw->tree)
+		return;
+	list_for_each_safe(pos, tmp, &lw->links) {
+		struct link *l = list_entry(pos, struct link, wnode);
+
+		if (l->rescan)
+			rescan_link(arg, lw, l);
+	}
 }
 
 void tree_process_pending(struct fsnw *w)
 {
 	/* A walk may attach onto a shared kernel watch, which drains, which
 	 * may queue more jobs: the outer loop takes them. */
-	if (w->tree_busy || list_empty(&w->tree_work))
+	if (w->tree_busy ||
+	    (list_empty(&w->tree_work) && list_empty(&w->tree_retry) && !w->tree_rescan))
 		return;
 	w->tree_busy++;
+	/* What failed before gets one more try, after this drain. */
+	while (!list_empty(&w->tree_retry)) {
+		struct job *j = list_first(&w->tree_retry, struct job, node);
+
+		list_del(&j->node);
+		list_add_tail(&j->node, &w->tree_work);
+	}
+	if (w->tree_rescan) {
+		w->tree_rescan = false;
+		watches_for_each(&w->watches, rescan_watch, w);
+	}
 	walk_window_open(w);
 	do {
 		while (!list_empty(&w->tree_work)) {
 			struct job *j = list_first(&w->tree_work, struct job, node);
 
 			list_del(&j->node);
-			watch_new_dir(w, j->lw, j->path, j->kind == JOB_NEW);
-			strref_put(j->path);
-			fsnw_free(j);
+			run_job(w, j);
 		}
 		/* The closing drain may find more new directories. */
 		walk_window_close(w);

@@ -33,6 +33,7 @@ struct link {
 	bool embedded;       /* the watch's own link (plain watches): not freed alone */
 	struct hnode tnode;  /* tree: in the tree's path index */
 	uint32_t move_cookie; /* tree: a MOVED_FROM of this directory awaits its pair */
+	bool rescan;         /* tree: a new subdirectory may have gone unrecorded */
 };
 
 struct watch {

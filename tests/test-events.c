@@ -349,6 +349,58 @@ out:
 }
 END_TEST
 
+/*
+ * A full kernel queue drops IN_IGNORED too. After the overflow the library
+ * asks the kernel which watches it still holds, so the watch of a file
+ * deleted meanwhile still ends with FSNW_IGNORED and releases its wid.
+ */
+START_TEST(ignored_lost_in_kernel_overflow)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char busy[PATH_MAX], doomed[PATH_MAX], c;
+	struct ev *evs;
+	int b, d, n, fd, max_events = 16384;
+	FILE *f = fopen("/proc/sys/fs/inotify/max_queued_events", "r");
+
+	if (f) {
+		ck_assert_int_eq(fscanf(f, "%d", &max_events), 1);
+		fclose(f);
+	}
+	if (test_backend != FSNW_BACKEND_INOTIFY) {
+		/* fanotify merges repeats on one object in the kernel, so this
+		 * load does not fill its queue; it has no IN_IGNORED to lose. */
+		fsnw_close(w);
+		tmpdir_remove(dir);
+		return;
+	}
+	touch(dir, "busy");
+	touch(dir, "doomed");
+	b = fsnw_add(w, pjoin(busy, dir, "busy"), FSNW_MODIFY | FSNW_ACCESS, 0);
+	d = fsnw_add(w, pjoin(doomed, dir, "doomed"), FSNW_DELETE_SELF, 0);
+	ck_assert_int_gt(b, 0);
+	ck_assert_int_gt(d, 0);
+	fd = open(busy, O_RDWR);
+	for (int i = 0; i <= max_events / 2; i++) {
+		ck_assert_int_eq(pwrite(fd, "x", 1, 0), 1);
+		ck_assert_int_eq(pread(fd, &c, 1, 0), 1);
+	}
+	close(fd);
+	ck_assert_int_eq(unlink(doomed), 0); /* its notices find the queue full */
+	n = collect(w, &evs, 64, 300);
+	dump_evs(evs, n);
+	ck_assert_int_eq(count_ev(evs, n, 0, FSNW_OVERFLOW, NULL), 1);
+	ck_assert_int_eq(count_ev(evs, n, d, FSNW_IGNORED, NULL), 1);
+	ck_assert_uint_eq(stats_of(w).kernel_watches, 1);
+	ck_assert_uint_eq(stats_of(w).logical_watches, 1);
+	ck_assert_int_eq(fsnw_remove(w, d), -ENOENT);
+	ck_assert_int_eq(fsnw_remove(w, b), 0);
+	evs_free(evs);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 TEST_SUITE(events)
 {
 	Suite *s = suite_create("events");
@@ -362,5 +414,6 @@ TEST_SUITE(events)
 	ADD_TEST(s, oneshot);
 	ADD_TEST(s, kernel_overflow);
 	ADD_TEST(s, excl_unlink_does_not_spread);
+	ADD_TEST(s, ignored_lost_in_kernel_overflow);
 	return s;
 }

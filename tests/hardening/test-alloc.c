@@ -697,12 +697,10 @@ static int call_pump(struct fx *f)
 }
 
 /*
- * Known gap (suite alloc_tree_follow, expected to fail until fixed): when
- * following a new directory of a tree fails (no memory for the job, its path
- * or the walk; or ENOSPC), the library raises FSNW_OVERFLOW but never tries
- * again, so the directory stays unwatched and what later happens in it is
- * lost without another overflow. The rescan the overflow asks for cannot
- * bring those later events back.
+ * Suite alloc_tree_follow: when following a new directory of a tree fails
+ * (no memory for the job, its path or the walk; or ENOSPC), the library
+ * raises FSNW_OVERFLOW and tries again after later drains, so the directory
+ * does not stay unwatched: what is made in it afterwards is reported.
  */
 static bool strict_tree_follow;
 
