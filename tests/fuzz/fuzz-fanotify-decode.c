@@ -5,10 +5,7 @@
  * than the buffer, info records whose own lengths lie, file handles larger
  * than their record, names without a NUL, any alignment, any fd number.
  *
- * Built only once lib/backend.h declares
- *     size_t fanotify_decode(const void *buf, size_t len, kevent_fn fn, void *arg);
- * (tests/fuzz/meson.build checks for it). The checks hold for any correct
- * decoder of that shape:
+ * The checks hold for any correct decoder of lib/backend.h's shape:
  * - it reports as many events as it returns, and none when the buffer holds
  *   no whole record (event_len >= the metadata, within the buffer, the
  *   metadata version right);
@@ -118,6 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct ref r;
+	uint32_t cookie = 0; /* the decoder's rename cookie counter */
 	unsigned char *mem;
 	size_t shift, n;
 	int fds;
@@ -135,7 +133,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r.len = size;
 	scan(&r);
 	fds = open_fds();
-	n = fanotify_decode(mem + shift, size, check_event, &r);
+	n = fanotify_decode(mem + shift, size, &cookie, check_event, &r);
 	CHECK(n == r.n);
 	CHECK(open_fds() == fds);
 	free(mem);
