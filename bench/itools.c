@@ -71,33 +71,33 @@ bool itools_available(char *why, size_t len)
 
 int itools_init(void)
 {
-	return -ENOSYS;
+	return -EOPNOTSUPP;
 }
 
 int itools_watch_tree(const char *path, uint32_t mask)
 {
 	(void)path;
 	(void)mask;
-	return -ENOSYS;
+	return -EOPNOTSUPP;
 }
 
 int itools_watch(const char *path, uint32_t mask)
 {
 	(void)path;
 	(void)mask;
-	return -ENOSYS;
+	return -EOPNOTSUPP;
 }
 
 long itools_num_watches(void)
 {
-	return -ENOSYS;
+	return -EOPNOTSUPP;
 }
 
 int itools_next(uint32_t *mask, const char **name)
 {
 	(void)mask;
 	(void)name;
-	return -ENOSYS;
+	return -EOPNOTSUPP;
 }
 
 void itools_cleanup(void)

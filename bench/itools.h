@@ -3,7 +3,7 @@
  * libinotifytools as a peer baseline, where it does the same job as the
  * library: recursive tree add and reading events. The library keeps one
  * global session; these calls wrap it so the rest of the bench does not
- * depend on it being present (without it every call fails with -ENOSYS).
+ * depend on it being present (without it every call fails with -EOPNOTSUPP).
  */
 #ifndef FSNW_BENCH_ITOOLS_H
 #define FSNW_BENCH_ITOOLS_H

@@ -69,7 +69,7 @@ static int auto_child(void *arg)
 
 START_TEST(auto_opens_inotify)
 {
-	expect_child(run_child(0, NULL, auto_child, NULL), "unprivileged AUTO");
+	ck_assert_int_eq(run_child(0, NULL, auto_child, NULL), 0);
 }
 END_TEST
 
@@ -96,7 +96,7 @@ static int fanotify_child(void *arg)
 
 START_TEST(fanotify_needs_privilege)
 {
-	expect_child(run_child(0, NULL, fanotify_child, NULL), "unprivileged FANOTIFY");
+	ck_assert_int_eq(run_child(0, NULL, fanotify_child, NULL), 0);
 }
 END_TEST
 
