@@ -261,6 +261,31 @@ static int make_epoll(struct fsnw *w)
 	return 0;
 }
 
+struct fsnw *handle_alloc(const struct fsnw_options *o)
+{
+	struct fsnw *w = fsnw_calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->kfd = w->evfd = w->epfd = -1;
+	w->open_flags = o->flags;
+	w->st.size = sizeof(w->st);
+	watches_init(&w->watches);
+	inodes_init(&w->inodes, o->idle_watches);
+	list_init(&w->tree_work);
+	list_init(&w->tree_retry);
+	pthread_mutex_init(&w->lock, NULL);
+	w->rbuf_len = READ_BUF_SIZE;
+	w->rbuf = fsnw_malloc(w->rbuf_len);
+	w->q = queue_new(o->queue_capacity, !(o->flags & FSNW_OPEN_NO_MERGE));
+	if (!w->rbuf || !w->q) {
+		fsnw_close(w);
+		return NULL;
+	}
+	stats_clock_init(w);
+	return w;
+}
+
 FSNW_EXPORT int fsnw_open(struct fsnw **ret, const struct fsnw_options *opts)
 {
 	struct fsnw_options o;
@@ -272,25 +297,9 @@ FSNW_EXPORT int fsnw_open(struct fsnw **ret, const struct fsnw_options *opts)
 	err = read_options(opts, &o);
 	if (err < 0)
 		return err;
-	w = fsnw_calloc(1, sizeof(*w));
+	w = handle_alloc(&o);
 	if (!w)
 		return -ENOMEM;
-	w->kfd = w->evfd = w->epfd = -1;
-	w->open_flags = o.flags;
-	w->st.size = sizeof(w->st);
-	watches_init(&w->watches);
-	inodes_init(&w->inodes, o.idle_watches);
-	list_init(&w->tree_work);
-	list_init(&w->tree_retry);
-	pthread_mutex_init(&w->lock, NULL);
-	w->rbuf_len = READ_BUF_SIZE;
-	w->rbuf = fsnw_malloc(w->rbuf_len);
-	w->q = queue_new(o.queue_capacity, !(o.flags & FSNW_OPEN_NO_MERGE));
-	if (!w->rbuf || !w->q) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	stats_clock_init(w);
 	err = open_backend(w, o.backend, o.flags);
 	if (err < 0)
 		goto fail;

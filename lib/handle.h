@@ -50,6 +50,13 @@ struct fsnw {
 };
 
 /*
+ * A handle with everything but its kernel side (no backend, no fds), as
+ * fsnw_open starts one; fsnw_close frees it. NULL on ENOMEM. The fuzzers
+ * give it a model backend.
+ */
+struct fsnw *handle_alloc(const struct fsnw_options *o);
+
+/*
  * Read the kernel group fd and dispatch what it holds into the queue, then
  * watch the directories trees found meanwhile. The lock is held.
  * DRAIN_COMPLETE: keep reading until a read comes back short (everything

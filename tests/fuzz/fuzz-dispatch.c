@@ -229,21 +229,15 @@ static const struct backend fake_backend = {
 /* A handle as fsnw_open makes one, on the model kernel and with no fds. */
 static struct fsnw *fake_open(uint32_t flags, uint32_t capacity, uint32_t idle)
 {
-	struct fsnw *w = fsnw_calloc(1, sizeof(*w));
+	struct fsnw_options o = {
+		.size = sizeof(o),
+		.flags = flags | FSNW_OPEN_NONBLOCK,
+		.queue_capacity = capacity,
+		.idle_watches = idle,
+	};
+	struct fsnw *w = handle_alloc(&o);
 
 	CHECK(w);
-	w->kfd = w->evfd = w->epfd = -1;
-	w->open_flags = flags | FSNW_OPEN_NONBLOCK;
-	w->st.size = sizeof(w->st);
-	watches_init(&w->watches);
-	inodes_init(&w->inodes, idle);
-	list_init(&w->tree_work);
-	pthread_mutex_init(&w->lock, NULL);
-	w->rbuf_len = 64 * 1024;
-	w->rbuf = fsnw_malloc(w->rbuf_len);
-	w->q = queue_new(capacity, !(flags & FSNW_OPEN_NO_MERGE));
-	CHECK(w->rbuf && w->q);
-	stats_clock_init(w);
 	w->be = &fake_backend;
 	w->st.backend = FSNW_BACKEND_INOTIFY;
 	return w;
