@@ -32,7 +32,7 @@
 const char *const churn_variant_names[] = {
 	"raw", "floor", "floor-new", "lib", "lib-batch", "lib-idle", "lib-batch-idle",
 	"lib-nostats", "lib-fan", "bulk-raw", "bulk-lib", "bulk-lib-batch", "mask-update",
-	"tree-raw", "tree-lib", "tree-inotifytools", "tree-lib-fan", NULL,
+	"tree-raw", "tree-lib", "tree-inotifytools", "tree-lib-fan", "timing-ab", NULL,
 };
 
 enum kind { K_RAW, K_FLOOR, K_FLOOR_NEW, K_LIB, K_LIB_BATCH };

@@ -519,8 +519,97 @@ static void run_tree(struct bench *b)
 	bench_unpin_self(b);
 }
 
+/* ---- timing-ab: the cost of latency timing, A/B interleaved ---- */
+
+/*
+ * Run separately, lib and lib-nostats differ by more than timing costs on a
+ * shared VM (rounds drift by 10-20%). Here two handles, one timing and one
+ * not (FSNW_OPEN_NO_STATS), take turns in blocks of a few hundred add+remove
+ * pairs within one round, so a busy moment hits both alike; the metric is
+ * the ratio on/off per round.
+ */
+static double ab_block(struct fsnw *w, const char *path, int n, bool *ok)
+{
+	uint64_t t0 = now_ns();
+
+	for (int i = 0; i < n; i++) {
+		int wid = fsnw_add(w, path, FSNW_ATTRIB, 0);
+
+		if (wid <= 0 || fsnw_remove(w, wid) != 0)
+			*ok = false;
+	}
+	return (double)(now_ns() - t0) / n;
+}
+
+static void timing_ab_round(struct bench *b, const char *file, int m)
+{
+	static const char *const topo[] = { "distinct", "shared" };
+	const int blocks = 40, per_block = 200;
+
+	for (int t = 0; t < 2; t++) {
+		struct fsnw *w[2] = { NULL, NULL };
+		double sum[2] = { 0, 0 };
+		bool ok = true;
+		char metric[32];
+
+		for (int k = 0; k < 2; k++) {
+			if (lib_open(&w[k], FSNW_BACKEND_INOTIFY, k ? FSNW_OPEN_NO_STATS : 0, 0, 0) < 0)
+				ok = false;
+			/* shared: a keeper watch, so each add lands on a kernel watch in use */
+			else if (t == 1 && fsnw_add(w[k], file, FSNW_ATTRIB, 0) <= 0)
+				ok = false;
+		}
+		for (int i = 0; ok && i < blocks; i++)
+			for (int j = 0; j < 2; j++) {
+				int k = (i & 1) ? 1 - j : j; /* alternate who goes first */
+
+				sum[k] += ab_block(w[k], file, per_block, &ok);
+			}
+		fsnw_close(w[0]);
+		fsnw_close(w[1]);
+		if (!ok) {
+			bench_fail(b, "timing-ab", 1, m, "%s: an add or remove failed", topo[t]);
+			continue;
+		}
+		snprintf(metric, sizeof(metric), "%s.on", topo[t]);
+		bench_record(b, "timing-ab", 1, m, metric, sum[0] / blocks, "ns/watch", true);
+		snprintf(metric, sizeof(metric), "%s.off", topo[t]);
+		bench_record(b, "timing-ab", 1, m, metric, sum[1] / blocks, "ns/watch", true);
+		bench_record(b, "timing-ab", 1, m, topo[t], sum[0] / sum[1], "ratio", true);
+	}
+}
+
+static void run_timing_ab(struct bench *b)
+{
+	char dir[4096], file[4200];
+	int warmup, rounds, fd;
+
+	if (!cli_variant_on(b->o, "timing-ab") || !bench_inotify_room(b, "timing-ab", 2))
+		return;
+	if (bench_mkdir(b, "churn-timing", dir, sizeof(dir)) < 0) {
+		bench_fail(b, "timing-ab", 1, 0, "mkdir %s: %s", dir, strerror(errno));
+		return;
+	}
+	snprintf(file, sizeof(file), "%s/f", dir);
+	fd = open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		bench_fail(b, "timing-ab", 1, 0, "create %s: %s", file, strerror(errno));
+		return;
+	}
+	close(fd);
+	bench_rounds(b, cli_pick(b->o, 1, 1, 2, 2), (int)cli_pick(b->o, 2, 5, 10, 10), &warmup,
+		     &rounds);
+	bench_pin_self(b, 0);
+	for (int r = 0; r < warmup + rounds; r++) {
+		bench_progress(b, "timing-ab round %d/%d", r + 1, warmup + rounds);
+		timing_ab_round(b, file, r - warmup + 1);
+	}
+	bench_unpin_self(b);
+}
+
 void churn_controls(struct bench *b, char **dpaths, long groups)
 {
+	run_timing_ab(b);
 	run_bulk(b);
 	if (dpaths)
 		run_mask_update(b, dpaths, (int)groups);
