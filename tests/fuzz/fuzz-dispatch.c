@@ -31,14 +31,7 @@
 #include "handle.h"
 #include "stats.h"
 
-#define CHECK(cond)                                                                      \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
-			fprintf(stderr, "fuzz-dispatch: %s:%d: check failed: %s\n",      \
-				__FILE__, __LINE__, #cond);                              \
-			abort();                                                         \
-		}                                                                        \
-	} while (0)
+#include "fuzz-check.h"
 
 static int trace = -1;
 #define TRACE(...)                                                                       \

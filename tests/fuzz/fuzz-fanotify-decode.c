@@ -29,14 +29,7 @@
 #include "backend.h"
 #include "fsnwatch.h"
 
-#define CHECK(cond)                                                                      \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
-			fprintf(stderr, "fuzz-fanotify-decode: %s:%d: check failed: %s\n", \
-				__FILE__, __LINE__, #cond);                              \
-			abort();                                                         \
-		}                                                                        \
-	} while (0)
+#include "fuzz-check.h"
 
 struct ref {
 	const unsigned char *buf;

@@ -17,14 +17,7 @@
 
 #include "backend.h"
 
-#define CHECK(cond)                                                                      \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
-			fprintf(stderr, "fuzz-inotify-decode: %s:%d: check failed: %s\n", \
-				__FILE__, __LINE__, #cond);                              \
-			abort();                                                         \
-		}                                                                        \
-	} while (0)
+#include "fuzz-check.h"
 
 struct ref {
 	const unsigned char *buf;

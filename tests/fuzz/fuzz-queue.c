@@ -34,14 +34,7 @@
 #define MAX_OPS 1024
 #define HUGE_NAME 65536
 
-#define CHECK(cond)                                                                      \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
-			fprintf(stderr, "fuzz-queue: %s:%d: check failed: %s\n", __FILE__, \
-				__LINE__, #cond);                                        \
-			abort();                                                         \
-		}                                                                        \
-	} while (0)
+#include "fuzz-check.h"
 
 static char huge[HUGE_NAME];
 
