@@ -558,8 +558,12 @@ FSNW_EXPORT int fsnw_read(struct fsnw *w, struct fsnw_event *evs, size_t max, in
 		}
 		polls++; /* counted when the lock is next held */
 		ret = wait_ready(w, left);
-		if (ret < 0)
+		if (ret < 0) {
+			lock(w);
+			w->st.sys_poll += polls;
+			unlock(w);
 			return ret;
+		}
 	}
 }
 

@@ -603,12 +603,19 @@ static void rename_subtree(struct fsnw *w, struct watch *lw, const struct strref
 	strref_put(from);
 }
 
+/* Failures that a later try may not meet: resources, not permissions. */
+static bool transient(int err)
+{
+	return err == -ENOMEM || err == -ENOSPC || err == -EMFILE || err == -ENFILE;
+}
+
 /*
  * Walk a job's directory. A walk that fails (other than because the
- * directory went) leaves events below it unseen: the first failure raises
- * FSNW_OVERFLOW and the job waits on the retry list for the next drain; the
- * walk that finally succeeds raises FSNW_OVERFLOW again, as what happened
- * in between is lost and only a rescan from now on sees it all.
+ * directory went) leaves events below it unseen, and raises FSNW_OVERFLOW.
+ * A transient failure keeps the job on the retry list for the next drain;
+ * the walk that finally succeeds raises FSNW_OVERFLOW again, as what
+ * happened in between is lost and only a rescan from now on sees it all. A
+ * directory the process may not read is not tried again on every read.
  */
 static void run_job(struct fsnw *w, struct job *j)
 {
@@ -618,8 +625,10 @@ static void run_job(struct fsnw *w, struct job *j)
 		if (!j->failed)
 			handle_overflow(w, OVERFLOW_UNWATCHED);
 		j->failed = true;
-		list_add_tail(&j->node, &w->tree_retry);
-		return;
+		if (transient(ret)) {
+			list_add_tail(&j->node, &w->tree_retry);
+			return;
+		}
 	}
 	if (ret == 0 && j->failed)
 		handle_overflow(w, OVERFLOW_UNWATCHED);
@@ -698,8 +707,8 @@ void tree_process_pending(struct fsnw *w)
 		w->tree_rescan = false;
 		watches_for_each(&w->watches, rescan_watch, w);
 	}
-	walk_window_open(w);
 	do {
+		walk_window_open(w);
 		while (!list_empty(&w->tree_work)) {
 			struct job *j = list_first(&w->tree_work, struct job, node);
 
@@ -708,8 +717,6 @@ void tree_process_pending(struct fsnw *w)
 		}
 		/* The closing drain may find more new directories. */
 		walk_window_close(w);
-		if (!list_empty(&w->tree_work))
-			walk_window_open(w);
-	} while (w->walk_open && !list_empty(&w->tree_work));
+	} while (!list_empty(&w->tree_work));
 	w->tree_busy--;
 }

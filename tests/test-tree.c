@@ -316,6 +316,76 @@ START_TEST(relative_root_after_chdir)
 }
 END_TEST
 
+/*
+ * A new directory the watcher may not read: one FSNW_OVERFLOW, and no retry
+ * on every later read. Root reads everything, so the watcher is a child
+ * running as nobody. Returns a step number on failure.
+ */
+static int unreadable_child(const char *dir, int ready, int go)
+{
+	struct fsnw_options o = { .size = sizeof(o), .backend = FSNW_BACKEND_INOTIFY };
+	struct fsnw_stats st = { .size = sizeof(st) };
+	struct fsnw_event ev[16];
+	struct fsnw *w;
+	uint64_t walks;
+	int n, overflows = 0;
+	char c = 0;
+
+	if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+		return 77;
+	if (fsnw_open(&w, &o) < 0 || fsnw_add(w, dir, FSNW_CREATE, FSNW_WATCH_TREE) <= 0)
+		return 1;
+	if (write(ready, "r", 1) != 1 || read(go, &c, 1) != 1)
+		return 2;
+	for (int i = 0; i < 5; i++)
+		while ((n = fsnw_read(w, ev, 16, i ? 0 : 300)) > 0)
+			for (int k = 0; k < n; k++)
+				overflows += (ev[k].mask & FSNW_OVERFLOW) != 0;
+	fsnw_get_stats(w, &st);
+	walks = st.sys_walk;
+	if (overflows != 1 || st.overflows_unwatched != 1)
+		return 3;
+	for (int i = 0; i < 5; i++)
+		fsnw_read(w, ev, 16, 0);
+	fsnw_get_stats(w, &st);
+	fsnw_close(w);
+	return st.sys_walk == walks ? 0 : 4;
+}
+
+START_TEST(unreadable_dir_not_retried)
+{
+	char *dir = tmpdir_make();
+	char p[PATH_MAX], c;
+	int ready[2], go[2], status;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		ck_assert_ptr_nonnull(dir);
+		tmpdir_remove(dir);
+		return;
+	}
+	ck_assert_int_eq(chown(dir, 65534, 65534), 0);
+	ck_assert_int_eq(pipe(ready), 0);
+	ck_assert_int_eq(pipe(go), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(unreadable_child(dir, ready[1], go[0]));
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	ck_assert_int_eq(mkdir(pjoin(p, dir, "private"), 0700), 0); /* root's, closed */
+	ck_assert_int_eq(write(go[1], "g", 1), 1);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_msg(WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 77, "child step %d",
+		      WEXITSTATUS(status));
+	close(ready[0]);
+	close(ready[1]);
+	close(go[0]);
+	close(go[1]);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 TEST_SUITE(tree)
 {
 	Suite *s = suite_create("tree");
@@ -328,5 +398,6 @@ TEST_SUITE(tree)
 	ADD_TEST(s, symlinks_not_followed);
 	ADD_TEST(s, one_fs);
 	ADD_TEST(s, relative_root_after_chdir);
+	ADD_TEST(s, unreadable_dir_not_retried);
 	return s;
 }
