@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The kernel side of a handle. Only backend files make fsnotify syscalls,
- * and each counts them in the handle's stats. A backend identifies a kernel
- * watch by key bytes: the wd for inotify, fsid + file handle for fanotify.
+ * The kernel side of a handle. Only backend files make fsnotify mark
+ * syscalls, and each counts them in the handle's stats; the engine makes the
+ * one read(2) of the group fd and hands the bytes to the backend's decode.
+ * A backend identifies a kernel watch by key bytes: the wd for inotify,
+ * fsid + file handle for fanotify.
  */
 #ifndef FSNW_BACKEND_H
 #define FSNW_BACKEND_H
@@ -78,10 +80,10 @@ struct backend {
 	int (*identify)(struct fsnw *w, int dirfd, const char *path, uint32_t flags,
 			struct kkey *key);
 	/*
-	 * One non-blocking read of the group fd, decoded; fn is called per
-	 * event. Returns bytes read, 0 when nothing was pending, or -errno.
+	 * Decode what one read(2) of the group fd returned (the engine reads):
+	 * fn is called per event. Returns the number of events.
 	 */
-	ssize_t (*read)(struct fsnw *w, void *buf, size_t len, kevent_fn fn, void *arg);
+	size_t (*decode)(struct fsnw *w, const void *buf, size_t len, kevent_fn fn, void *arg);
 	/* The largest record one read can return: a read shorter than the
 	 * buffer by this much emptied the kernel queue. */
 	size_t max_record;

@@ -1,69 +1,86 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Batched add and remove: one lock acquisition, the same dedup as single
- * calls (duplicates inside a batch included), per-item results, and for
- * FSNW_BATCH_ATOMIC an exact rollback of the kernel state.
+ * Batched add and remove, public entry points like fsnw.c's: one lock
+ * acquisition, the same dedup as single calls (duplicates inside a batch
+ * included), per-item results, and for FSNW_BATCH_ATOMIC an exact rollback
+ * of the kernel state. Events that predate the batch are read once, by the
+ * one settle after every item is attached, not once per shared item.
  */
 #include <errno.h>
 #include <limits.h>
 
 #include "export.h"
 #include "handle.h"
-#include "tree.h"
+#include "mem.h"
 
-/* Take back a watch this batch added, leaving the kernel as it found it. */
-static void undo_add(struct fsnw *w, int wid)
+/* Add every item; the first failure of an atomic batch stops it. Returns
+ * the index of that failure, or n. */
+static size_t add_items(struct fsnw *w, struct fsnw_batch_item *items, size_t n,
+			struct watch **added, bool atomic)
 {
-	struct watch *lw = watches_find(&w->watches, wid);
-	struct list *pos, *tmp;
+	for (size_t i = 0; i < n; i++)
+		added[i] = NULL;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t mask = items[i].mask, flags = items[i].flags;
+		int ret = watches_check(items[i].path, &mask, &flags);
 
-	if (!lw)
-		return;
-	if (lw->tree) {
-		tree_undo(w, lw);
-	} else {
-		list_for_each_safe(pos, tmp, &lw->links)
-			inodes_undo(w, list_entry(pos, struct link, wnode));
+		if (ret == 0)
+			ret = watches_add(w, items[i].path, mask, flags, &added[i]);
+		items[i].result = ret;
+		if (ret < 0 && atomic)
+			return i;
 	}
-	queue_purge(w->q, &lw->qo);
-	watches_release(&w->watches, lw);
+	return n;
 }
 
 FSNW_EXPORT int fsnw_add_batch(struct fsnw *w, struct fsnw_batch_item *items, size_t n,
 			       uint32_t batch_flags)
 {
 	bool atomic = batch_flags & FSNW_BATCH_ATOMIC;
-	size_t i, failed = n;
+	struct watch *stack[64], **added = stack;
+	size_t i, failed;
 	int ok = 0;
 
 	if (!w || (!items && n) || n > INT_MAX || (batch_flags & ~FSNW_BATCH_ATOMIC))
 		return -EINVAL;
+	if (n > sizeof(stack) / sizeof(stack[0])) {
+		added = mem_alloc(n * sizeof(*added));
+		if (!added)
+			return -ENOMEM;
+	}
 	pthread_mutex_lock(&w->lock);
-	/* Events that predate the batch are read once, before the first item
-	 * that shares a kernel watch; later items need not drain again. */
-	w->batch_depth++;
-	w->batch_drained = false;
-	for (i = 0; i < n; i++) {
-		items[i].result = handle_add(w, items[i].path, items[i].mask, items[i].flags);
-		if (items[i].result >= 0) {
-			ok++;
-		} else if (atomic) {
+	failed = add_items(w, items, n, added, atomic);
+	engine_settle(w);
+	/* An object that went during the add fails its item, and an atomic
+	 * batch at that item, as if the add itself had failed there. */
+	for (i = 0; i < failed; i++) {
+		if (!added[i])
+			continue;
+		items[i].result = watches_finish_add(w, added[i]);
+		if (items[i].result >= 0)
+			continue;
+		added[i] = NULL;
+		if (atomic)
 			failed = i;
-			break;
-		}
 	}
 	if (failed < n) {
-		for (i = failed; i-- > 0;) {
-			undo_add(w, items[i].result);
-			items[i].result = -ECANCELED;
+		/* Atomic: every item goes back, newest first so that a kernel
+		 * watch an item revived is parked again by that item's undo,
+		 * and only the failure says why. */
+		for (i = n; i-- > 0;) {
+			if (added[i])
+				watches_undo(w, added[i]);
+			if (i != failed)
+				items[i].result = -ECANCELED;
 		}
-		for (i = failed + 1; i < n; i++)
-			items[i].result = -ECANCELED;
-		ok = 0;
+	} else {
+		for (i = 0; i < n; i++)
+			ok += items[i].result >= 0;
 	}
-	w->batch_depth--;
-	handle_end_call(w);
+	engine_end_call(w);
 	pthread_mutex_unlock(&w->lock);
+	if (added != stack)
+		mem_free(added);
 	return ok;
 }
 
@@ -75,14 +92,14 @@ FSNW_EXPORT int fsnw_remove_batch(struct fsnw *w, const int *wids, size_t n, int
 		return -EINVAL;
 	pthread_mutex_lock(&w->lock);
 	for (size_t i = 0; i < n; i++) {
-		int ret = handle_remove(w, wids[i]);
+		int ret = watches_remove(w, wids[i]);
 
 		if (results)
 			results[i] = ret;
 		if (ret == 0)
 			ok++;
 	}
-	handle_end_call(w);
+	engine_end_call(w);
 	pthread_mutex_unlock(&w->lock);
 	return ok;
 }

@@ -36,10 +36,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "alloc.h"
+#include "mem.h"
 #include "backend.h"
 #include "fanotify.h"
 #include "handle.h"
+#include "kwatch.h"
 
 #ifndef AT_HANDLE_MNT_ID_UNIQUE
 #define AT_HANDLE_MNT_ID_UNIQUE 0x001 /* Linux 6.12: name_to_handle_at's mount id is u64 */
@@ -106,7 +107,7 @@ static bool has_cap(struct fsnw *w, int cap)
 
 static int fan_init(struct fsnw *w)
 {
-	struct fan *f = fsnw_calloc(1, sizeof(*f));
+	struct fan *f = mem_zalloc(sizeof(*f));
 	int fd, err;
 
 	if (!f)
@@ -124,12 +125,12 @@ static int fan_init(struct fsnw *w)
 	w->st.sys_fanotify_init++;
 	if (fd < 0) {
 		err = errno;
-		fsnw_free(f);
+		mem_free(f);
 		return err == EINVAL || err == ENOSYS ? -EOPNOTSUPP : -err;
 	}
 	if (!has_cap(w, CAP_DAC_READ_SEARCH)) {
 		close(fd);
-		fsnw_free(f);
+		mem_free(f);
 		return -EPERM;
 	}
 	w->kfd = fd;
@@ -145,9 +146,9 @@ static void fan_fini(struct fsnw *w)
 		return;
 	for (size_t i = 0; i < f->nfs; i++)
 		close(f->fs[i].mntfd);
-	fsnw_free(f->fs);
-	fsnw_free(f->mnt);
-	fsnw_free(f);
+	mem_free(f->fs);
+	mem_free(f->mnt);
+	mem_free(f);
 	w->be_state = NULL;
 }
 
@@ -311,7 +312,7 @@ static int fs_new(struct fsnw *w, const unsigned char *fsid, int objfd, bool isd
 	struct statfs sfs;
 	int startfd = objfd, rootfd;
 
-	arr = fsnw_realloc(f->fs, (f->nfs + 1) * sizeof(*arr));
+	arr = mem_realloc(f->fs, (f->nfs + 1) * sizeof(*arr));
 	if (!arr)
 		return -ENOMEM;
 	f->fs = arr;
@@ -376,7 +377,7 @@ static int fs_of(struct fsnw *w, uint64_t mnt, int objfd, bool isdir, int dirfd,
 	if (!*out)
 		ret = fs_new(w, fsid, fd, isdir, dirfd, path, out);
 	if (ret == 0 && mnt) {
-		m = fsnw_realloc(f->mnt, (f->nmnt + 1) * sizeof(*m));
+		m = mem_realloc(f->mnt, (f->nmnt + 1) * sizeof(*m));
 		if (m) { /* without room we only statfs again next time */
 			f->mnt = m;
 			f->mnt[f->nmnt].id = mnt;
@@ -404,7 +405,7 @@ static void make_key(const struct fan_fs *fs, const struct fh_buf *h, struct kke
 static uint64_t fan_mask(uint32_t mask, bool isdir)
 {
 	/* Always DELETE_SELF: the kernel drops the mark of a deleted object
-	 * without a word otherwise, and inodes.c must hear of it. */
+	 * without a word otherwise, and kwatch.c must hear of it. */
 	uint64_t m = FAN_DELETE_SELF;
 
 	for (size_t i = 0; i < FAN_NBITS; i++)
@@ -556,16 +557,12 @@ static int fan_unmark(struct fsnw *w, const struct kwatch *kw)
 	return ret == -ENOENT ? 0 : ret;
 }
 
-static ssize_t fan_read(struct fsnw *w, void *buf, size_t len, kevent_fn fn, void *arg)
+static size_t fan_decode(struct fsnw *w, const void *buf, size_t len, kevent_fn fn, void *arg)
 {
 	struct fan *f = w->be_state;
-	ssize_t n = handle_read_group(w, buf, len);
 
-	if (n <= 0)
-		return n;
 	/* FID mode: records carry no fds (metadata.fd is FAN_NOFD), nothing to close. */
-	fanotify_decode(buf, (size_t)n, &f->cookie, fn, arg);
-	return n;
+	return fanotify_decode(buf, len, &f->cookie, fn, arg);
 }
 
 const struct backend fanotify_backend = {
@@ -577,7 +574,7 @@ const struct backend fanotify_backend = {
 	.unmark = fan_unmark,
 	.cover = fan_cover,
 	.identify = fan_identify,
-	.read = fan_read,
+	.decode = fan_decode,
 	.max_record = FAN_RECORD_MAX,
 	.stable_keys = true,
 };

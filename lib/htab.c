@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "alloc.h"
+#include "mem.h"
 #include "htab.h"
 
 void htab_init(struct htab *t)
@@ -14,14 +14,17 @@ void htab_init(struct htab *t)
 
 void htab_fini(struct htab *t)
 {
-	fsnw_free(t->buckets);
+	mem_free(t->buckets);
 	htab_init(t);
 }
 
 static int htab_resize(struct htab *t, size_t nbuckets)
 {
-	struct hnode **nb = fsnw_calloc(nbuckets, sizeof(*nb));
+	struct hnode **nb;
 
+	if (nbuckets > SIZE_MAX / sizeof(*nb))
+		return -ENOMEM;
+	nb = mem_zalloc(nbuckets * sizeof(*nb));
 	if (!nb)
 		return -ENOMEM;
 	for (size_t i = 0; i < t->nbuckets; i++) {
@@ -35,7 +38,7 @@ static int htab_resize(struct htab *t, size_t nbuckets)
 			nb[b] = n;
 		}
 	}
-	fsnw_free(t->buckets);
+	mem_free(t->buckets);
 	t->buckets = nb;
 	t->nbuckets = nbuckets;
 	return 0;

@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "handle.h"
+#include "kwatch.h"
 
 /* The public bits are the inotify bits, so masks cross without translation. */
 _Static_assert(FSNW_ACCESS == IN_ACCESS, "FSNW_ACCESS");
@@ -127,13 +128,11 @@ size_t inotify_decode(const void *buf, size_t len, kevent_fn fn, void *arg)
 	return n;
 }
 
-static ssize_t inotify_read(struct fsnw *w, void *buf, size_t len, kevent_fn fn, void *arg)
+static size_t inotify_decode_op(struct fsnw *w, const void *buf, size_t len, kevent_fn fn,
+				void *arg)
 {
-	ssize_t n = handle_read_group(w, buf, len);
-
-	if (n > 0)
-		inotify_decode(buf, (size_t)n, fn, arg);
-	return n;
+	(void)w;
+	return inotify_decode(buf, len, fn, arg);
 }
 
 /*
@@ -186,7 +185,7 @@ const struct backend inotify_backend = {
 	.fini = inotify_fini,
 	.mark = inotify_mark,
 	.unmark = inotify_unmark,
-	.read = inotify_read,
+	.decode = inotify_decode_op,
 	.max_record = sizeof(struct inotify_event) + NAME_MAX + 1,
 	.excl_unlink = true,
 	.live = inotify_live,

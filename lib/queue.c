@@ -2,7 +2,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "alloc.h"
+#include "mem.h"
 #include "htab.h"
 #include "list.h"
 #include "probes.h"
@@ -73,7 +73,7 @@ struct queue {
 
 struct queue *queue_new(uint32_t capacity, int merge)
 {
-	struct queue *q = fsnw_calloc(1, sizeof(*q));
+	struct queue *q = mem_zalloc(sizeof(*q));
 
 	if (!q)
 		return NULL;
@@ -134,17 +134,17 @@ void queue_free(struct queue *q)
 		strref_put(list_entry(pos, struct slot, fifo)->path);
 	for (sc = q->slot_chunks; sc; sc = snext) {
 		snext = sc->next;
-		fsnw_free(sc);
+		mem_free(sc);
 	}
 	for (kc = q->key_chunks; kc; kc = knext) {
 		knext = kc->next;
 		for (int i = 0; i < PER_CHUNK; i++)
 			if (kc->keys[i].name != kc->keys[i].inl)
-				fsnw_free(kc->keys[i].name);
-		fsnw_free(kc);
+				mem_free(kc->keys[i].name);
+		mem_free(kc);
 	}
 	htab_fini(&q->index);
-	fsnw_free(q);
+	mem_free(q);
 }
 
 static struct slot *slot_get(struct queue *q)
@@ -152,7 +152,7 @@ static struct slot *slot_get(struct queue *q)
 	struct slot *s;
 
 	if (list_empty(&q->free)) {
-		struct slot_chunk *c = fsnw_malloc(sizeof(*c));
+		struct slot_chunk *c = mem_alloc(sizeof(*c));
 
 		if (!c)
 			return NULL;
@@ -174,7 +174,7 @@ static struct mkey *key_get(struct queue *q)
 	struct mkey *k;
 
 	if (list_empty(&q->free_keys)) {
-		struct key_chunk *c = fsnw_malloc(sizeof(*c));
+		struct key_chunk *c = mem_alloc(sizeof(*c));
 
 		if (!c)
 			return NULL;
@@ -202,7 +202,7 @@ static int key_set_name(struct mkey *k, const char *name, size_t namelen)
 		return -1;
 	if (namelen + 1 > k->namecap) {
 		char *heap = k->name == k->inl ? NULL : k->name;
-		char *n = fsnw_realloc(heap, namelen + 1);
+		char *n = mem_realloc(heap, namelen + 1);
 
 		if (!n)
 			return -1;

@@ -100,8 +100,8 @@ void stats_snapshot(const struct fsnw *w, struct fsnw_stats *out)
 	out->size = sizeof(*out);
 	out->backend = (uint32_t)w->be->id;
 	out->logical_watches = watches_count(&w->watches);
-	out->kernel_watches = inodes_count(&w->inodes);
-	out->parked_watches = w->inodes.nparked;
+	out->kernel_watches = kwatch_count(&w->kwatches);
+	out->parked_watches = w->kwatches.nparked;
 	out->events_queued = c->queued;
 	out->events_delivered = c->delivered;
 	out->events_merged = c->merged;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <string.h>
 
-#include "alloc.h"
+#include "mem.h"
 #include "strref.h"
 
 struct strref *strref_new(const char *s, size_t len)
@@ -10,7 +10,7 @@ struct strref *strref_new(const char *s, size_t len)
 
 	if (len > UINT32_MAX - 1)
 		return NULL;
-	p = fsnw_malloc(sizeof(*p) + len + 1);
+	p = mem_alloc(sizeof(*p) + len + 1);
 	if (!p)
 		return NULL;
 	p->refs = 1;
@@ -26,7 +26,7 @@ struct strref *strref_join(const struct strref *dir, const char *name, size_t na
 	int slash = !(dlen > 0 && dir->s[dlen - 1] == '/');
 	struct strref *p;
 
-	p = fsnw_malloc(sizeof(*p) + dlen + (size_t)slash + namelen + 1);
+	p = mem_alloc(sizeof(*p) + dlen + (size_t)slash + namelen + 1);
 	if (!p)
 		return NULL;
 	p->refs = 1;
@@ -42,13 +42,13 @@ struct strref *strref_join(const struct strref *dir, const char *name, size_t na
 void strref_put(struct strref *p)
 {
 	if (p && --p->refs == 0)
-		fsnw_free(p);
+		mem_free(p);
 }
 
 struct strref *strref_rebase(const struct strref *p, size_t keep_from, const struct strref *to)
 {
 	size_t rest = p->len - keep_from;
-	struct strref *n = fsnw_malloc(sizeof(*n) + to->len + rest + 1);
+	struct strref *n = mem_alloc(sizeof(*n) + to->len + rest + 1);
 
 	if (!n)
 		return NULL;

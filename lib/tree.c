@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "alloc.h"
+#include "mem.h"
 #include "handle.h"
 #include "tree.h"
 
@@ -16,6 +16,8 @@
 #define TREE_DEPTH_MAX 2048 /* PATH_MAX ends a tree before this does */
 
 struct tree {
+	struct list node;    /* in trees.all */
+	struct watch *lw;    /* the tree watch */
 	struct htab by_path; /* its links, by path */
 	/* A relative root is resolved against the directory current at the
 	 * add: new directories found later must not depend on a chdir since. */
@@ -28,7 +30,8 @@ struct tree {
 
 /*
  * A new directory seen during a drain is walked once the drain is over:
- * attaching inside dispatch would re-enter the kernel read. Renames and
+ * attaching inside routing would walk while the read buffer is being
+ * decoded, and a walk needs a drain of its own to end. Renames and
  * departures need no syscall and are applied as their events are read, so
  * the events that follow them already carry the right paths.
  */
@@ -112,18 +115,18 @@ static int attach_dir(struct walk *wk, struct strref *path, const struct strref 
 	if (ret < 0)
 		return ret;
 	/* FSNW_WATCH_TREE: a backend with filesystem marks may cover it. */
-	ret = inodes_attach(wk->w, wk->lw, AT_FDCWD, real->s, wk->t->kmask,
+	ret = kwatch_attach(wk->w, wk->lw, AT_FDCWD, real->s, wk->t->kmask,
 			    flags | FSNW_WATCH_ONLYDIR | FSNW_WATCH_TREE, path, &l);
 	if (ret < 0)
 		return vanished(ret) ? 0 : ret;
 	if (kw_has_other_link(l)) {
-		inodes_undo(wk->w, l);
+		kwatch_undo(wk->w, l);
 		return 0;
 	}
 	stale = find_link(wk->t, path->s, path->len);
 	if (stale && stale != wk->t->root) {
 		htab_remove(&wk->t->by_path, &stale->tnode);
-		inodes_detach(wk->w, stale, false);
+		kwatch_detach(wk->w, stale, false);
 	}
 	index_link(wk->t, l);
 	*out = l;
@@ -183,7 +186,7 @@ static int read_dir(struct walk *wk, int fd, struct link *l, char **names, size_
 
 				while (ncap < *len + nl)
 					ncap *= 2;
-				p = fsnw_realloc(*names, ncap);
+				p = mem_realloc(*names, ncap);
 				if (!p)
 					return -ENOMEM;
 				*names = p;
@@ -242,7 +245,7 @@ static int walk(struct walk *wk, int parentfd, const char *name, struct strref *
 	}
 	if (!depth)
 		wk->t->root = l;
-	l->kw->walk_gen = wk->w->walk_gen;
+	l->walk_gen = wk->w->trees.window_gen;
 	ret = read_dir(wk, fd, l, &names, &len);
 	for (size_t off = 0; ret == 0 && off < len; off += strlen(names + off) + 1) {
 		const char *sname = names + off;
@@ -255,7 +258,7 @@ static int walk(struct walk *wk, int parentfd, const char *name, struct strref *
 		strref_put(subreal);
 	}
 out:
-	fsnw_free(names);
+	mem_free(names);
 	close(fd);
 	wk->w->st.sys_walk++;
 	return ret;
@@ -276,11 +279,11 @@ static int walk_from(struct fsnw *w, struct watch *lw, struct strref *path, bool
 	struct strref *real = real_path(lw, path);
 	int ret = -ENOMEM;
 
-	wk.dents = fsnw_malloc(DENTS_BUF);
+	wk.dents = mem_alloc(DENTS_BUF);
 	if (wk.dents && real)
 		ret = walk(&wk, AT_FDCWD, real->s, path, real,
 			   lw->flags & (FSNW_WATCH_DONT_FOLLOW | FSNW_WATCH_EXCL_UNLINK), depth);
-	fsnw_free(wk.dents);
+	mem_free(wk.dents);
 	strref_put(real);
 	return ret;
 }
@@ -290,7 +293,7 @@ static void unindex_and_detach(struct fsnw *w, struct tree *t, struct link *l, b
 	htab_remove(&t->by_path, &l->tnode);
 	if (t->root == l)
 		t->root = NULL;
-	inodes_detach(w, l, park);
+	kwatch_detach(w, l, park);
 }
 
 static void cancel_jobs_in(struct list *jobs, const struct watch *lw)
@@ -304,14 +307,31 @@ static void cancel_jobs_in(struct list *jobs, const struct watch *lw)
 			continue;
 		list_del(&j->node);
 		strref_put(j->path);
-		fsnw_free(j);
+		mem_free(j);
 	}
 }
 
 static void cancel_jobs(struct fsnw *w, const struct watch *lw)
 {
-	cancel_jobs_in(&w->tree_work, lw);
-	cancel_jobs_in(&w->tree_retry, lw);
+	cancel_jobs_in(&w->trees.work, lw);
+	cancel_jobs_in(&w->trees.retry, lw);
+}
+
+static void tree_free_struct(struct watch *lw)
+{
+	struct tree *t = lw->tree;
+
+	list_del(&t->node);
+	htab_fini(&t->by_path);
+	strref_put(t->abs_root);
+	mem_free(t);
+	lw->tree = NULL;
+}
+
+void tree_free(struct watch *lw)
+{
+	if (lw->tree)
+		tree_free_struct(lw);
 }
 
 void tree_remove(struct fsnw *w, struct watch *lw, bool park)
@@ -324,10 +344,7 @@ void tree_remove(struct fsnw *w, struct watch *lw, bool park)
 	cancel_jobs(w, lw);
 	list_for_each_safe(pos, tmp, &lw->links)
 		unindex_and_detach(w, t, list_entry(pos, struct link, wnode), park);
-	htab_fini(&t->by_path);
-	strref_put(t->abs_root);
-	fsnw_free(t);
-	lw->tree = NULL;
+	tree_free_struct(lw);
 }
 
 /* Undo a tree add exactly: created marks go, revived ones park again. */
@@ -340,7 +357,7 @@ void tree_undo(struct fsnw *w, struct watch *lw)
 		struct link *l = list_entry(pos, struct link, wnode);
 
 		htab_remove(&t->by_path, &l->tnode);
-		inodes_undo(w, l);
+		kwatch_undo(w, l);
 	}
 	t->root = NULL;
 	tree_remove(w, lw, false);
@@ -367,49 +384,61 @@ static int absolute_root(struct tree *t, const struct strref *path)
  * directory and on its parent. They are the library's, not the caller's:
  * while a walk window is open, such read-only events for a directory read
  * in it are dropped, and the window closes after a complete drain has read
- * every event the walk caused. A read by someone else in the same instant
- * is concurrent with the add and may go too.
+ * every event the walk caused (trees_after_drain). A read by someone else
+ * in the same instant is concurrent with the add and may go too.
  */
-static void walk_window_open(struct fsnw *w)
+static void window_open(struct trees *ts)
 {
-	if (w->walk_open++ == 0)
-		w->walk_gen++;
+	if (!ts->window_open) {
+		ts->window_open = true;
+		ts->window_gen++;
+	}
 }
 
-static void walk_window_close(struct fsnw *w)
+/* A tree directory of kw was read in the open window. */
+static bool read_in_window(const struct trees *ts, const struct kwatch *kw)
 {
-	handle_drain(w, DRAIN_COMPLETE);
-	w->walk_open--;
+	const struct list *pos;
+
+	for (pos = kw->links.next; pos != &kw->links; pos = pos->next) {
+		const struct link *o = list_entry(pos, struct link, knode);
+
+		if (o->watch->tree && o->walk_gen == ts->window_gen)
+			return true;
+	}
+	return false;
 }
 
-bool tree_walk_echo(const struct fsnw *w, const struct link *l, const struct kevent *ev)
+bool tree_walk_echo(const struct trees *ts, const struct link *l, const struct kevent *ev)
 {
 	const uint32_t reads = FSNW_OPEN | FSNW_ACCESS | FSNW_CLOSE_NOWRITE;
 	char path[PATH_MAX + NAME_MAX + 2];
 	const struct link *child;
 
-	if (!(ev->mask & FSNW_ISDIR) || (ev->mask & ~(reads | FSNW_ISDIR)))
+	if (!ts->window_open || !(ev->mask & FSNW_ISDIR) || (ev->mask & ~(reads | FSNW_ISDIR)))
 		return false;
 	if (!ev->name)
-		return l->kw->walk_gen == w->walk_gen;
+		return read_in_window(ts, l->kw);
 	if (l->path->len + 1 + ev->namelen >= sizeof(path))
 		return false;
 	memcpy(path, l->path->s, l->path->len);
 	path[l->path->len] = '/';
 	memcpy(path + l->path->len + 1, ev->name, ev->namelen);
 	child = find_link(l->watch->tree, path, l->path->len + 1 + ev->namelen);
-	return child && child->kw->walk_gen == w->walk_gen;
+	return child && read_in_window(ts, child->kw);
 }
 
 int tree_add(struct fsnw *w, struct watch *lw)
 {
-	struct tree *t = fsnw_calloc(1, sizeof(*t));
+	struct tree *t = mem_zalloc(sizeof(*t));
 	int ret;
 
 	if (!t)
 		return -ENOMEM;
 	htab_init(&t->by_path);
 	t->kmask = lw->mask | TREE_KMASK;
+	list_add_tail(&t->node, &w->trees.all);
+	t->lw = lw;
 	lw->tree = t;
 	if (lw->path->s[0] != '/') {
 		ret = absolute_root(t, lw->path);
@@ -418,20 +447,14 @@ int tree_add(struct fsnw *w, struct watch *lw)
 			return ret;
 		}
 	}
-	/* Directory changes seen by drains during the walk wait for its end. */
-	w->tree_busy++;
-	walk_window_open(w);
+	/* The caller drains completely before it returns the wid, which
+	 * closes the window. */
+	window_open(&w->trees);
 	ret = walk_from(w, lw, lw->path, false, 0);
-	if (ret == 0)
-		walk_window_close(w);
-	else
-		w->walk_open--;
-	w->tree_busy--;
 	if (ret < 0) {
 		tree_undo(w, lw);
 		return ret;
 	}
-	tree_process_pending(w);
 	return 0;
 }
 
@@ -453,14 +476,14 @@ bool tree_link_dropped(struct fsnw *w, struct link *l)
 static void need_rescan(struct fsnw *w, struct link *l)
 {
 	l->rescan = true;
-	w->tree_rescan = true;
+	w->trees.rescan = true;
 	handle_overflow(w, OVERFLOW_UNWATCHED);
 }
 
 /* Follow the new subdirectory path of l (the job takes the reference). */
 static void add_job(struct fsnw *w, struct link *l, enum job_kind kind, struct strref *path)
 {
-	struct job *j = fsnw_calloc(1, sizeof(*j));
+	struct job *j = mem_zalloc(sizeof(*j));
 
 	if (!j) {
 		strref_put(path);
@@ -470,7 +493,7 @@ static void add_job(struct fsnw *w, struct link *l, enum job_kind kind, struct s
 	j->lw = l->watch;
 	j->kind = kind;
 	j->path = path;
-	list_add_tail(&j->node, &w->tree_work);
+	list_add_tail(&j->node, &w->trees.work);
 }
 
 static void forget_subtree(struct fsnw *w, struct watch *lw, const struct strref *dir);
@@ -626,14 +649,14 @@ static void run_job(struct fsnw *w, struct job *j)
 			handle_overflow(w, OVERFLOW_UNWATCHED);
 		j->failed = true;
 		if (transient(ret)) {
-			list_add_tail(&j->node, &w->tree_retry);
+			list_add_tail(&j->node, &w->trees.retry);
 			return;
 		}
 	}
 	if (ret == 0 && j->failed)
 		handle_overflow(w, OVERFLOW_UNWATCHED);
 	strref_put(j->path);
-	fsnw_free(j);
+	mem_free(j);
 }
 
 /* Read l's directory again and follow the subdirectories the tree lacks. */
@@ -645,7 +668,7 @@ static void rescan_link(struct fsnw *w, struct watch *lw, struct link *l)
 	size_t len = 0;
 	int fd = -1, ret = -ENOMEM;
 
-	wk.dents = fsnw_malloc(DENTS_BUF);
+	wk.dents = mem_alloc(DENTS_BUF);
 	if (wk.dents && real) {
 		fd = openat(AT_FDCWD, real->s, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		w->st.sys_walk++;
@@ -664,59 +687,85 @@ static void rescan_link(struct fsnw *w, struct watch *lw, struct link *l)
 	if (ret == 0 || vanished(ret))
 		l->rescan = false;
 	else
-		w->tree_rescan = true;
+		w->trees.rescan = true;
 	if (fd >= 0) {
 		close(fd);
 		w->st.sys_walk++;
 	}
-	fsnw_free(names);
-	fsnw_free(wk.dents);
+	mem_free(names);
+	mem_free(wk.dents);
 	strref_put(real);
 }
 
-static void rescan_watch(struct watch *lw, void *arg)
+static void rescan_tree(struct fsnw *w, struct tree *t)
 {
+	struct watch *lw = t->lw;
 	struct list *pos, *tmp;
 
-	if (!lw->tree)
-		return;
 	list_for_each_safe(pos, tmp, &lw->links) {
 		struct link *l = list_entry(pos, struct link, wnode);
 
 		if (l->rescan)
-			rescan_link(arg, lw, l);
+			rescan_link(w, lw, l);
 	}
 }
 
-void tree_process_pending(struct fsnw *w)
+void trees_init(struct trees *ts)
 {
-	/* A walk may attach onto a shared kernel watch, which drains, which
-	 * may queue more jobs: the outer loop takes them. */
-	if (w->tree_busy ||
-	    (list_empty(&w->tree_work) && list_empty(&w->tree_retry) && !w->tree_rescan))
-		return;
-	w->tree_busy++;
-	/* What failed before gets one more try, after this drain. */
-	while (!list_empty(&w->tree_retry)) {
-		struct job *j = list_first(&w->tree_retry, struct job, node);
+	memset(ts, 0, sizeof(*ts));
+	list_init(&ts->all);
+	list_init(&ts->work);
+	list_init(&ts->retry);
+}
 
-		list_del(&j->node);
-		list_add_tail(&j->node, &w->tree_work);
-	}
-	if (w->tree_rescan) {
-		w->tree_rescan = false;
-		watches_for_each(&w->watches, rescan_watch, w);
-	}
-	do {
-		walk_window_open(w);
-		while (!list_empty(&w->tree_work)) {
-			struct job *j = list_first(&w->tree_work, struct job, node);
+void trees_fini(struct trees *ts)
+{
+	struct list *lists[] = { &ts->work, &ts->retry };
+
+	for (size_t i = 0; i < 2; i++) {
+		struct list *pos, *tmp;
+
+		list_for_each_safe(pos, tmp, lists[i]) {
+			struct job *j = list_entry(pos, struct job, node);
 
 			list_del(&j->node);
-			run_job(w, j);
+			strref_put(j->path);
+			mem_free(j);
 		}
-		/* The closing drain may find more new directories. */
-		walk_window_close(w);
-	} while (!list_empty(&w->tree_work));
-	w->tree_busy--;
+	}
+}
+
+bool trees_busy(const struct trees *ts)
+{
+	return ts->window_open || ts->rescan || !list_empty(&ts->work) || !list_empty(&ts->retry);
+}
+
+bool trees_after_drain(struct fsnw *w, bool retry)
+{
+	struct trees *ts = &w->trees;
+	struct list *pos;
+
+	ts->window_open = false;
+	/* What failed before gets one more try, once per drain call. */
+	while (retry && !list_empty(&ts->retry)) {
+		struct job *j = list_first(&ts->retry, struct job, node);
+
+		list_del(&j->node);
+		list_add_tail(&j->node, &ts->work);
+	}
+	if (ts->rescan) {
+		ts->rescan = false;
+		for (pos = ts->all.next; pos != &ts->all; pos = pos->next)
+			rescan_tree(w, list_entry(pos, struct tree, node));
+	}
+	if (list_empty(&ts->work))
+		return false;
+	window_open(ts);
+	while (!list_empty(&ts->work)) {
+		struct job *j = list_first(&ts->work, struct job, node);
+
+		list_del(&j->node);
+		run_job(w, j);
+	}
+	return true;
 }

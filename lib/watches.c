@@ -1,9 +1,42 @@
 /* SPDX-License-Identifier: MIT */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <string.h>
 
-#include "alloc.h"
+#include "handle.h"
+#include "mem.h"
+#include "probes.h"
+#include "stats.h"
+#include "tree.h"
 #include "watches.h"
+
+/* Watch flags that inotify users may leave inside the mask. */
+#define MASK_FLAGS (FSNW_WATCH_ONLYDIR | FSNW_WATCH_DONT_FOLLOW | FSNW_WATCH_EXCL_UNLINK | \
+		    FSNW_WATCH_ONESHOT)
+#define WATCH_FLAGS (MASK_FLAGS | FSNW_WATCH_TREE | FSNW_WATCH_ONE_FS)
+
+int watches_check(const char *path, uint32_t *mask, uint32_t *flags)
+{
+	if (!path)
+		return -EINVAL;
+	if (!*path)
+		return -ENOENT;
+	if (strnlen(path, PATH_MAX) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	*flags |= *mask & MASK_FLAGS;
+	*mask &= ~MASK_FLAGS;
+	if (!*mask || (*mask & ~FSNW_ALL_EVENTS))
+		return -EINVAL;
+	if (*flags & ~WATCH_FLAGS)
+		return -EINVAL;
+	if ((*flags & FSNW_WATCH_ONE_FS) && !(*flags & FSNW_WATCH_TREE))
+		return -EINVAL;
+	if ((*flags & FSNW_WATCH_TREE) && (*flags & FSNW_WATCH_ONESHOT))
+		return -EINVAL;
+	return 0;
+}
 
 void watches_init(struct watches *t)
 {
@@ -14,25 +47,22 @@ void watches_init(struct watches *t)
 static void free_watch(struct watch *lw)
 {
 	strref_put(lw->path);
-	fsnw_free(lw);
+	mem_free(lw);
 }
 
-void watches_fini(struct watches *t)
+static void fini_watch(struct hnode *n, void *arg)
 {
-	for (size_t i = 0; i < t->by_wid.nbuckets; i++) {
-		struct hnode *n = t->by_wid.buckets[i], *next;
+	struct watch *lw = container_of(n, struct watch, node);
 
-		for (; n; n = next) {
-			next = n->next;
-			free_watch(container_of(n, struct watch, node));
-		}
-	}
-	htab_fini(&t->by_wid);
+	(void)arg;
+	tree_free(lw);
+	free_watch(lw);
 }
 
-int watches_reserve(struct watches *t, size_t n)
+void watches_fini(struct fsnw *w)
 {
-	return htab_reserve(&t->by_wid, n);
+	htab_for_each(&w->watches.by_wid, fini_watch, NULL);
+	htab_fini(&w->watches.by_wid);
 }
 
 struct watch *watches_find(const struct watches *t, int wid)
@@ -46,6 +76,11 @@ struct watch *watches_find(const struct watches *t, int wid)
 			return lw;
 	}
 	return NULL;
+}
+
+size_t watches_count(const struct watches *t)
+{
+	return t->by_wid.count;
 }
 
 /*
@@ -64,18 +99,19 @@ static int next_free_wid(struct watches *t)
 	}
 }
 
-struct watch *watches_new(struct watches *t, const char *path, uint32_t mask, uint32_t flags)
+static struct watch *watch_new(struct watches *t, const char *path, uint32_t mask,
+			       uint32_t flags)
 {
 	struct watch *lw;
 
 	if (htab_reserve(&t->by_wid, 1) < 0)
 		return NULL;
-	lw = fsnw_calloc(1, sizeof(*lw));
+	lw = mem_zalloc(sizeof(*lw));
 	if (!lw)
 		return NULL;
 	lw->path = strref_new(path, strlen(path));
 	if (!lw->path) {
-		fsnw_free(lw);
+		mem_free(lw);
 		return NULL;
 	}
 	lw->mask = mask;
@@ -86,25 +122,168 @@ struct watch *watches_new(struct watches *t, const char *path, uint32_t mask, ui
 	return lw;
 }
 
-void watches_release(struct watches *t, struct watch *lw)
+/* Out of the table and freed: no links left, nothing queued. */
+static void watch_release(struct fsnw *w, struct watch *lw)
 {
-	htab_remove(&t->by_wid, &lw->node);
+	assert(!lw->nlinks && !lw->tree && !lw->qo.queued);
+	htab_remove(&w->watches.by_wid, &lw->node);
 	free_watch(lw);
 }
 
-size_t watches_count(const struct watches *t)
+static void detach_all(struct fsnw *w, struct watch *lw, bool park)
 {
-	return t->by_wid.count;
+	struct list *pos, *tmp;
+
+	if (lw->tree) {
+		tree_remove(w, lw, park);
+		return;
+	}
+	list_for_each_safe(pos, tmp, &lw->links)
+		kwatch_detach(w, list_entry(pos, struct link, wnode), park);
 }
 
-void watches_for_each(struct watches *t, void (*fn)(struct watch *lw, void *arg), void *arg)
+/* Detach a logical watch from the kernel, drop what it has queued, free it. */
+static void remove_watch(struct fsnw *w, struct watch *lw, bool park)
 {
-	for (size_t i = 0; i < t->by_wid.nbuckets; i++) {
-		struct hnode *n = t->by_wid.buckets[i], *next;
+	if (!lw->zombie)
+		detach_all(w, lw, park);
+	w->st.dropped_removed += queue_purge(w->q, &lw->qo);
+	watch_release(w, lw);
+}
 
-		for (; n; n = next) {
-			next = n->next;
-			fn(container_of(n, struct watch, node), arg);
-		}
+/*
+ * A plain add marks first and allocates after: the kernel call then starts
+ * the timed section, so one clock read serves both the add and the mark.
+ */
+static int add_plain(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
+		     uint64_t t0, struct watch **out)
+{
+	struct kkey key;
+	struct watch *lw;
+	struct link *l;
+	int ret;
+
+	ret = kwatch_mark(w, AT_FDCWD, path, mask, flags, &key, t0);
+	if (ret < 0)
+		return ret;
+	lw = watch_new(&w->watches, path, mask, flags);
+	if (!lw) {
+		kwatch_unmark_new(w, &key);
+		return -ENOMEM;
+	}
+	ret = kwatch_link(w, lw, &key, AT_FDCWD, path, mask, flags, lw->path, &l);
+	if (ret < 0) {
+		watch_release(w, lw);
+		return ret;
+	}
+	*out = lw;
+	return 0;
+}
+
+static int add_tree(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
+		    struct watch **out)
+{
+	struct watch *lw = watch_new(&w->watches, path, mask, flags);
+	int ret;
+
+	if (!lw)
+		return -ENOMEM;
+	ret = tree_add(w, lw);
+	if (ret < 0) {
+		/* Nothing can have been queued for it: its links were
+		 * undone, and no drain ran since they were made. */
+		watch_release(w, lw);
+		return ret;
+	}
+	*out = lw;
+	return 0;
+}
+
+int watches_add(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
+		struct watch **out)
+{
+	uint64_t t0;
+	int ret;
+
+	w->st.add_calls++;
+	t0 = stats_start(w);
+	if (flags & FSNW_WATCH_TREE)
+		ret = add_tree(w, path, mask, flags, out);
+	else
+		ret = add_plain(w, path, mask, flags, t0, out);
+	if (ret < 0)
+		return ret;
+	stats_end(w, &w->st.lat_add, t0);
+	PROBE3(add, (*out)->qo.wid, mask, flags);
+	return 0;
+}
+
+int watches_finish_add(struct fsnw *w, struct watch *lw)
+{
+	if (lw->add_failed) {
+		/* Its object went while it was being added: its pending link
+		 * was detached, and it heard nothing. */
+		remove_watch(w, lw, false);
+		return -ENOENT;
+	}
+	return lw->qo.wid;
+}
+
+int watches_remove(struct fsnw *w, int wid)
+{
+	uint64_t t0 = stats_start(w);
+	struct watch *lw;
+
+	if (wid <= 0)
+		return -EINVAL;
+	lw = watches_find(&w->watches, wid);
+	if (!lw)
+		return -ENOENT;
+	w->st.remove_calls++;
+	remove_watch(w, lw, true);
+	stats_end(w, &w->st.lat_remove, t0);
+	PROBE1(remove, wid);
+	return 0;
+}
+
+void watches_undo(struct fsnw *w, struct watch *lw)
+{
+	struct list *pos, *tmp;
+
+	if (lw->tree) {
+		tree_undo(w, lw);
+	} else {
+		list_for_each_safe(pos, tmp, &lw->links)
+			kwatch_undo(w, list_entry(pos, struct link, wnode));
+	}
+	queue_purge(w->q, &lw->qo);
+	watch_release(w, lw);
+}
+
+void watches_gone(struct fsnw *w, struct watch *lw)
+{
+	if (lw->zombie)
+		return;
+	detach_all(w, lw, true);
+	lw->zombie = true;
+	if (queue_push(w->q, &lw->qo, lw->path, FSNW_IGNORED, 0, NULL, 0, QUEUE_FORCE) ==
+	    QUEUE_DROPPED) {
+		/* No memory for the slot: the overflow event stands for it, and
+		 * the wid cannot wait for a read that will never come. */
+		queue_purge(w->q, &lw->qo);
+		watch_release(w, lw);
+	}
+}
+
+void watches_reap(struct fsnw *w, const struct fsnw_event *evs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct watch *lw;
+
+		if (!(evs[i].mask & FSNW_IGNORED))
+			continue;
+		lw = watches_find(&w->watches, evs[i].wid);
+		if (lw && lw->zombie && lw->qo.queued == 0)
+			watch_release(w, lw);
 	}
 }

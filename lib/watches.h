@@ -4,6 +4,12 @@
  * its mask and flags, the path it was given, and its links: one link per
  * kernel watch it uses (one for a plain watch, one per directory for a tree).
  * A link carries the path that events through it report.
+ *
+ * This module owns the wid table and the life of a logical watch: add,
+ * remove, rollback, and the FSNW_IGNORED that ends a watch the kernel
+ * dropped. It calls the kernel-watch table (kwatch.c), trees (tree.c) and
+ * the queue, never the engine: an add whose links are pending returns, and
+ * the caller drains and settles (see kwatch.h) before it reports the wid.
  */
 #ifndef FSNW_WATCHES_H
 #define FSNW_WATCHES_H
@@ -12,28 +18,41 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fsnwatch.h"
 #include "htab.h"
 #include "list.h"
 #include "queue.h"
 #include "strref.h"
 
+struct fsnw;
 struct kwatch;
 struct tree;
 
+/*
+ * The join of a logical watch and a kernel watch. kwatch.c makes and frees
+ * links and keeps watch, kw, knode, wnode, pnode, active and origin; the
+ * fields marked "tree" are tree.c's.
+ */
 struct link {
 	struct watch *watch;
 	struct kwatch *kw;
-	struct strref *path; /* reported as fsnw_event.path */
+	struct strref *path; /* reported as fsnw_event.path (a tree renames it) */
 	struct list wnode;   /* in watch->links */
 	struct list knode;   /* in kw->links */
-	/* An add onto a kernel watch that already existed drains the kernel
-	 * before the link goes live, so it never sees an older event. */
-	bool active;
+	struct list pnode;   /* in the table's pending list while pending */
+	bool active;         /* hears events: not pending */
 	uint8_t origin;      /* enum link_origin: how the attach found its kernel watch */
 	bool embedded;       /* the watch's own link (plain watches): not freed alone */
-	struct hnode tnode;  /* tree: in the tree's path index */
-	uint32_t move_cookie; /* tree: a MOVED_FROM of this directory awaits its pair */
 	bool rescan;         /* tree: a new subdirectory may have gone unrecorded */
+	uint32_t walk_gen;   /* tree: the walk window that last read this directory */
+	uint32_t move_cookie; /* tree: a MOVED_FROM of this directory awaits its pair */
+	struct hnode tnode;  /* tree: in the tree's path index */
+};
+
+enum link_origin {
+	LINK_NEW,     /* the attach created the kernel watch */
+	LINK_REVIVED, /* the attach took it out of the idle cache */
+	LINK_SHARED,  /* it was in use already */
 };
 
 struct watch {
@@ -50,14 +69,9 @@ struct watch {
 	 * wid is held until the caller reads it, so it cannot be reused under
 	 * events still waiting for the old watch. */
 	bool zombie;
-};
-
-
-
-enum link_origin {
-	LINK_NEW,     /* the attach created the kernel watch */
-	LINK_REVIVED, /* the attach took it out of the idle cache */
-	LINK_SHARED,  /* it was in use already */
+	/* Being added, and the kernel dropped its object before the add was
+	 * settled: the add fails with -ENOENT. */
+	bool add_failed;
 };
 
 struct watches {
@@ -66,18 +80,33 @@ struct watches {
 };
 
 void watches_init(struct watches *t);
-void watches_fini(struct watches *t); /* frees every watch; links must be gone */
+/* Free every watch with its links and tree. No syscalls (the handle closes). */
+void watches_fini(struct fsnw *w);
 
-/* Make room for n more watches so watches_new cannot fail on the table. */
-int watches_reserve(struct watches *t, size_t n);
-/* A new watch with a fresh wid, in the table. NULL on ENOMEM. */
-struct watch *watches_new(struct watches *t, const char *path, uint32_t mask, uint32_t flags);
 struct watch *watches_find(const struct watches *t, int wid);
-/* Take the watch out of the table and free it: no links, nothing queued. */
-void watches_release(struct watches *t, struct watch *lw);
 size_t watches_count(const struct watches *t);
 
-/* Visit every watch; fn may release the watch it is given. */
-void watches_for_each(struct watches *t, void (*fn)(struct watch *lw, void *arg), void *arg);
+/* Check an add's arguments and normalise them: inotify flag bits may come
+ * inside the mask. -EINVAL, -ENOENT, -ENAMETOOLONG. */
+int watches_check(const char *path, uint32_t *mask, uint32_t *flags);
+
+/*
+ * The body of fsnw_add, arguments checked: a new logical watch, attached.
+ * Returns the watch, whose links may be pending: drain and settle, then
+ * watches_finish_add. -errno on failure, nothing changed.
+ */
+int watches_add(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
+		struct watch **out);
+/* After the settle: the wid, or -ENOENT (the watch is gone) if the object went. */
+int watches_finish_add(struct fsnw *w, struct watch *lw);
+/* The body of fsnw_remove: -EINVAL, -ENOENT, or 0. */
+int watches_remove(struct fsnw *w, int wid);
+/* Take back a watch this call added, leaving the kernel as it found it. */
+void watches_undo(struct fsnw *w, struct watch *lw);
+
+/* The kernel dropped lw (or its oneshot fired): queue FSNW_IGNORED, hold the wid. */
+void watches_gone(struct fsnw *w, struct watch *lw);
+/* Read events were popped: a delivered FSNW_IGNORED releases its wid. */
+void watches_reap(struct fsnw *w, const struct fsnw_event *evs, size_t n);
 
 #endif

@@ -27,7 +27,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 
-#include "alloc.h"
+#include "mem.h"
 #include "handle.h"
 #include "stats.h"
 
@@ -173,7 +173,8 @@ static int fake_unmark(struct fsnw *w, const struct kwatch *kw)
 	return 0;
 }
 
-static ssize_t fake_read(struct fsnw *w, void *buf, size_t len, kevent_fn fn, void *arg)
+/* The engine's read(2) of the group fd, on the model kernel. */
+static ssize_t fake_read(struct fsnw *w, void *buf, size_t len)
 {
 	size_t n = 0;
 
@@ -204,8 +205,13 @@ static ssize_t fake_read(struct fsnw *w, void *buf, size_t len, kevent_fn fn, vo
 		K.nrec++;
 	}
 	K.overflowed = K.len != 0 && K.overflowed;
-	inotify_decode(buf, n, fn, arg);
 	return (ssize_t)n;
+}
+
+static size_t fake_decode(struct fsnw *w, const void *buf, size_t len, kevent_fn fn, void *arg)
+{
+	(void)w;
+	return inotify_decode(buf, len, fn, arg);
 }
 
 static const struct backend fake_backend = {
@@ -215,7 +221,7 @@ static const struct backend fake_backend = {
 	.fini = fake_fini,
 	.mark = fake_mark,
 	.unmark = fake_unmark,
-	.read = fake_read,
+	.decode = fake_decode,
 	.max_record = sizeof(struct inotify_event) + NAME_MAX + 1,
 };
 
@@ -232,6 +238,7 @@ static struct fsnw *fake_open(uint32_t flags, uint32_t capacity, uint32_t idle)
 
 	CHECK(w);
 	w->be = &fake_backend;
+	w->engine.sys_read = fake_read;
 	w->st.backend = FSNW_BACKEND_INOTIFY;
 	return w;
 }
@@ -259,7 +266,7 @@ static bool overflow_read;
 
 static void note_failure(void)
 {
-	if (fail_k >= 0 && alloc_count() > fail_k) {
+	if (fail_k >= 0 && mem_count() > fail_k) {
 		alloc_failed = true;
 		fail_k = -1;
 	}
@@ -438,7 +445,7 @@ static void do_add(struct fsnw *w, struct input *in)
 	int path = b0 % NPATHS;
 	uint32_t mask = ((uint32_t)b1 | ((uint32_t)(b2 & 0x0f) << 8)) & FSNW_ALL_EVENTS;
 	uint32_t flags = 0;
-	long before = alloc_count();
+	long before = mem_count();
 	int obj = path_obj[path];
 	int wid;
 
@@ -465,7 +472,7 @@ static void do_add(struct fsnw *w, struct input *in)
 	} else {
 		CHECK(wid == -ENOSPC || wid == -ENOMEM || wid == -ENOENT);
 		if (wid == -ENOMEM)
-			CHECK(alloc_count() > before);
+			CHECK(mem_count() > before);
 	}
 }
 
@@ -654,7 +661,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 13:
 			fail_k = take(&in) % 8;
 			TRACE("fail allocation %ld from now\n", fail_k + 1);
-			alloc_fail_after(fail_k);
+			mem_fail_after(fail_k);
 			break;
 		case 14:
 			do_garbage(&in);
@@ -666,7 +673,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		note_failure();
 	}
 	note_failure();
-	alloc_fail_after(-1);
+	mem_fail_after(-1);
 	fail_k = -1;
 
 	drain_all(w);

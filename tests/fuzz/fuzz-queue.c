@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
+#include "mem.h"
 #include "queue.h"
 #include "strref.h"
 
@@ -254,7 +254,7 @@ static void do_push(struct model *m, struct queue *q, struct qowner *owners,
 	bool force = b2 & 0x20;
 	bool mergeable = m->merge && !never_merged(mask, cookie);
 	bool barrier = is_barrier(mask, name);
-	long before = alloc_count(), after;
+	long before = mem_count(), after;
 	enum queue_result r;
 	long target = -1;
 
@@ -262,7 +262,7 @@ static void do_push(struct model *m, struct queue *q, struct qowner *owners,
 	m->huge_pushes += name >= (int)NNAMES - 2;
 	r = queue_push(q, &owners[owner], path < 0 ? NULL : paths[path], mask, cookie,
 		       names[name].s, names[name].len, force ? QUEUE_FORCE : 0);
-	after = alloc_count();
+	after = mem_count();
 
 	if (mask & FSNW_OVERFLOW) {
 		CHECK(r == QUEUE_QUEUED);
@@ -450,7 +450,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			/* Fail one of the next few allocations (slot chunks, names). */
 			long k = take(&in) % 4;
 
-			alloc_fail_after(k);
+			mem_fail_after(k);
 			fail_at = k + 1;
 			break;
 		}
@@ -475,7 +475,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		check_state(&m, q, owners);
 	}
-	alloc_fail_after(-1);
+	mem_fail_after(-1);
 
 	/* Drain: what is left comes out exactly as the model says. */
 	check_lent(&m, paths);

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "alloc.h"
+#include "mem.h"
 #include "hardening.h"
 #include "test-common.h"
 
@@ -40,15 +40,15 @@ struct fx {
 /* Arm the hook: allocation n + 1 from now fails. */
 static void arm(long n)
 {
-	alloc_fail_after(n);
+	mem_fail_after(n);
 }
 
 /* Disarm it; was the failing allocation reached? */
 static bool disarm(long n)
 {
-	bool hit = alloc_count() > n;
+	bool hit = mem_count() > n;
 
-	alloc_fail_after(-1);
+	mem_fail_after(-1);
 	return hit;
 }
 

@@ -2,23 +2,26 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "alloc.h"
+#include "mem.h"
 
 /*
  * The failure hook is process-wide on purpose: it exists for the fault
  * injection tests only, which run one handle at a time. In normal use it
  * costs a relaxed load of a negative number (a cache line nobody writes)
- * and a thread-local increment per allocation.
+ * and a thread-local increment per allocation. The counter uses the
+ * initial-exec TLS model: the general-dynamic default of a shared library
+ * calls __tls_get_addr on every access, which showed in profiles of add.
  */
 static atomic_long fail_countdown = -1;
-static __thread long allocations;
+static __thread long allocations __attribute__((tls_model("initial-exec")));
 
 static int should_fail(void)
 {
-	allocations++;
-	long left = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
+	long left;
 
-	if (left < 0)
+	allocations++;
+	left = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
+	if (__builtin_expect(left < 0, 1))
 		return 0;
 	if (left == 0) {
 		atomic_store_explicit(&fail_countdown, -1, memory_order_relaxed);
@@ -28,33 +31,33 @@ static int should_fail(void)
 	return 0;
 }
 
-void *fsnw_malloc(size_t size)
+void *mem_alloc(size_t size)
 {
 	return should_fail() ? NULL : malloc(size);
 }
 
-void *fsnw_calloc(size_t n, size_t size)
+void *mem_zalloc(size_t size)
 {
-	return should_fail() ? NULL : calloc(n, size);
+	return should_fail() ? NULL : calloc(1, size);
 }
 
-void *fsnw_realloc(void *p, size_t size)
+void *mem_realloc(void *p, size_t size)
 {
 	return should_fail() ? NULL : realloc(p, size);
 }
 
-void fsnw_free(void *p)
+void mem_free(void *p)
 {
 	free(p);
 }
 
-void alloc_fail_after(long n)
+void mem_fail_after(long n)
 {
 	allocations = 0;
 	atomic_store(&fail_countdown, n);
 }
 
-long alloc_count(void)
+long mem_count(void)
 {
 	return allocations;
 }

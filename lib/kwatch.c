@@ -1,44 +1,42 @@
 /* SPDX-License-Identifier: MIT */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 
-#include "alloc.h"
 #include "handle.h"
-#include "inodes.h"
+#include "kwatch.h"
+#include "mem.h"
 #include "probes.h"
 #include "stats.h"
-#include "tree.h"
 
-/*
- * Kernel watch life cycle:
- *   attach (new) -> active -> last link detached -> parked -> revived -> ...
- *                                                \-> removed (unmark)
- *   the kernel drops it (IN_IGNORED) at any point -> every link goes.
- * A kernel watch with a link still being attached (inactive) is never freed
- * under that link: the attach finishes or undoes it.
- */
-
+/* A wd is its own good hash input; handles are hashed whole. */
 static uint64_t key_hash(const unsigned char *key, size_t len)
 {
+	if (len == sizeof(int)) {
+		int wd;
+
+		memcpy(&wd, key, sizeof(wd));
+		return hash_u64((uint64_t)(unsigned)wd);
+	}
 	return hash_bytes(key, len, 0x6b77);
 }
 
-void inodes_init(struct inodes *t, size_t idle_max)
+void kwatch_table_init(struct kwatches *t, size_t idle_max)
 {
+	memset(t, 0, sizeof(*t));
 	htab_init(&t->by_key);
 	list_init(&t->idle);
-	t->nparked = 0;
+	list_init(&t->pending);
 	t->idle_max = idle_max;
-	t->nfsmarks = 0;
 }
 
-size_t inodes_count(const struct inodes *t)
+size_t kwatch_count(const struct kwatches *t)
 {
 	return t->by_key.count - t->nfsmarks;
 }
 
-static struct kwatch *find(const struct inodes *t, const unsigned char *key, size_t len)
+struct kwatch *kwatch_find(const struct kwatches *t, const unsigned char *key, size_t len)
 {
 	struct hnode *n;
 
@@ -51,51 +49,48 @@ static struct kwatch *find(const struct inodes *t, const unsigned char *key, siz
 	return NULL;
 }
 
-static void free_links_of(struct hnode *n, void *arg)
+static void link_free(struct link *l)
+{
+	strref_put(l->path);
+	l->path = NULL;
+	if (!l->embedded)
+		mem_free(l);
+}
+
+static void free_kwatch(struct hnode *n, void *arg)
 {
 	struct kwatch *kw = container_of(n, struct kwatch, node);
 	struct list *pos, *tmp;
 
 	(void)arg;
-	list_for_each_safe(pos, tmp, &kw->links) {
-		struct link *l = list_entry(pos, struct link, knode);
-
-		strref_put(l->path);
-		if (!l->embedded)
-			fsnw_free(l);
-	}
+	list_for_each_safe(pos, tmp, &kw->links)
+		link_free(list_entry(pos, struct link, knode));
+	mem_free(kw);
 }
 
-static void free_kwatch(struct hnode *n, void *arg)
+void kwatch_table_fini(struct kwatches *t)
 {
-	(void)arg;
-	fsnw_free(container_of(n, struct kwatch, node));
-}
-
-void inodes_fini(struct inodes *t)
-{
-	htab_for_each(&t->by_key, free_links_of, NULL);
 	htab_for_each(&t->by_key, free_kwatch, NULL);
 	htab_fini(&t->by_key);
-	list_init(&t->idle);
-	t->nparked = 0;
-	t->nfsmarks = 0;
+	kwatch_table_init(t, 0);
 }
 
 static void cover_put(struct fsnw *w, struct kwatch *fs);
 
 static void kwatch_forget(struct fsnw *w, struct kwatch *kw)
 {
+	struct kwatches *t = &w->kwatches;
 	struct kwatch *fs = kw->cover;
 
-	htab_remove(&w->inodes.by_key, &kw->node);
+	assert(!kw->nlinks && !kw->pins);
+	htab_remove(&t->by_key, &kw->node);
 	if (kw->parked) {
 		list_del(&kw->lru);
-		w->inodes.nparked--;
+		t->nparked--;
 	}
 	if (kw->fsmark)
-		w->inodes.nfsmarks--;
-	fsnw_free(kw);
+		t->nfsmarks--;
+	mem_free(kw);
 	if (fs)
 		cover_put(w, fs);
 }
@@ -103,13 +98,15 @@ static void kwatch_forget(struct fsnw *w, struct kwatch *kw)
 /* Remove the kernel mark (when it has one of its own) and the kernel watch. */
 static void kwatch_remove(struct fsnw *w, struct kwatch *kw)
 {
-	if (!w->closing && kw->marked) {
+	if (kw->marked) {
 		uint64_t t0 = stats_start(w);
 
-		w->be->unmark(w, kw);
+		/* A failure leaves a mark the kernel will drop at close; the
+		 * table must forget the watch either way. */
+		(void)w->be->unmark(w, kw);
 		stats_end(w, &w->st.lat_kernel_unmark, t0);
 		PROBE2(unmark, kw->wd, kw->kmask);
-		w->unread_ignored++;
+		w->kwatches.unmarks++;
 	}
 	kwatch_forget(w, kw);
 }
@@ -123,7 +120,7 @@ static void cover_put(struct fsnw *w, struct kwatch *fs)
 
 static void kwatch_park(struct fsnw *w, struct kwatch *kw)
 {
-	struct inodes *t = &w->inodes;
+	struct kwatches *t = &w->kwatches;
 
 	kw->parked = true;
 	list_add(&kw->lru, &t->idle);
@@ -141,56 +138,68 @@ static void kwatch_revive(struct fsnw *w, struct kwatch *kw)
 {
 	list_del(&kw->lru);
 	kw->parked = false;
-	w->inodes.nparked--;
+	w->kwatches.nparked--;
 	w->st.idle_revives++;
 }
 
-/* A kernel watch whose last link is gone: park it, remove it, or (dropped) just free it. */
+/* A kernel watch nobody uses: park it, remove it, or (dropped) just free it. */
 static void kwatch_unused(struct fsnw *w, struct kwatch *kw, bool park)
 {
-	if (kw->nlinks || kw->parked)
+	if (kw->nlinks || kw->pins || kw->parked)
 		return;
 	if (kw->dropped)
 		kwatch_forget(w, kw);
-	else if (park && w->inodes.idle_max)
+	else if (park && w->kwatches.idle_max)
 		kwatch_park(w, kw);
 	else
 		kwatch_remove(w, kw);
 }
 
-static void link_unlink(struct link *l)
+void kwatch_unpin(struct fsnw *w, struct kwatch *kw, bool park)
 {
+	assert(kw->pins > 0);
+	kw->pins--;
+	kwatch_unused(w, kw, park);
+}
+
+static void link_unlink(struct fsnw *w, struct link *l)
+{
+	if (!l->active) {
+		/* Pending: on the table's pending list unless popped already. */
+		if (l->pnode.next != &l->pnode) {
+			list_del(&l->pnode);
+			w->kwatches.npending--;
+		}
+	}
 	list_del(&l->knode);
 	list_del(&l->wnode);
 	l->kw->nlinks--;
 	l->watch->nlinks--;
-	strref_put(l->path);
-	l->path = NULL;
-	if (!l->embedded)
-		fsnw_free(l);
+	link_free(l);
 }
 
-void inodes_detach(struct fsnw *w, struct link *l, bool park)
+void kwatch_detach(struct fsnw *w, struct link *l, bool park)
 {
 	struct kwatch *kw = l->kw;
 
-	link_unlink(l);
+	link_unlink(w, l);
 	kwatch_unused(w, kw, park);
 }
 
-void inodes_undo(struct fsnw *w, struct link *l)
+void kwatch_undo(struct fsnw *w, struct link *l)
 {
+	struct kwatches *t = &w->kwatches;
 	struct kwatch *kw = l->kw;
 	bool was_parked = l->origin == LINK_REVIVED;
 
-	link_unlink(l);
-	if (kw->nlinks || kw->parked)
+	link_unlink(w, l);
+	if (kw->nlinks || kw->pins || kw->parked)
 		return;
-	if (!kw->dropped && was_parked && w->inodes.idle_max) {
+	if (!kw->dropped && was_parked && t->idle_max) {
 		/* Back into the cache: the revive it made is taken back. */
 		kw->parked = true;
-		list_add(&kw->lru, &w->inodes.idle);
-		w->inodes.nparked++;
+		list_add(&kw->lru, &t->idle);
+		t->nparked++;
 		return;
 	}
 	kwatch_unused(w, kw, false);
@@ -228,7 +237,7 @@ static bool marked_already(struct fsnw *w, int dirfd, const char *path, uint32_t
 
 	if (!w->be->identify || w->be->identify(w, dirfd, path, flags, key) < 0)
 		return false;
-	kw = find(&w->inodes, key->bytes, key->len);
+	kw = kwatch_find(&w->kwatches, key->bytes, key->len);
 	if (!kw || !kw->marked || kw->dropped || (kw->kmask & kmask) != kmask ||
 	    ((flags & FSNW_WATCH_ONLYDIR) && (kw->bflags & KKEY_NONDIR)))
 		return false;
@@ -236,30 +245,31 @@ static bool marked_already(struct fsnw *w, int dirfd, const char *path, uint32_t
 	return true;
 }
 
-int inodes_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
+int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
 		struct kkey *key, uint64_t t0)
 {
+	struct kwatches *t = &w->kwatches;
 	int ret;
 
 	if (marked_already(w, dirfd, path, kmask, flags, key))
 		return 0;
 	for (;;) {
 		ret = w->be->mark(w, dirfd, path, kmask, flags, 0, key);
-		if (ret != -ENOSPC || !w->inodes.nparked)
+		if (ret != -ENOSPC || !t->nparked)
 			break;
 		/* Parked watches count against the kernel's watch limit: give
 		 * the oldest back rather than fail the caller. */
 		w->st.idle_evictions++;
-		kwatch_remove(w, list_last(&w->inodes.idle, struct kwatch, lru));
+		kwatch_remove(w, list_last(&t->idle, struct kwatch, lru));
 	}
 	stats_end(w, &w->st.lat_kernel_mark, t0);
 	PROBE2(mark, ret, kmask);
 	return ret;
 }
 
-void inodes_unmark_new(struct fsnw *w, const struct kkey *key)
+void kwatch_unmark_new(struct fsnw *w, const struct kkey *key)
 {
-	struct kwatch *kw = find(&w->inodes, key->bytes, key->len);
+	struct kwatch *kw = kwatch_find(&w->kwatches, key->bytes, key->len);
 	union {
 		struct kwatch kw;
 		unsigned char bytes[sizeof(struct kwatch) + KKEY_MAX];
@@ -274,13 +284,16 @@ void inodes_unmark_new(struct fsnw *w, const struct kkey *key)
 	tmp.kw.bflags = key->bflags;
 	tmp.kw.keylen = key->len;
 	memcpy(tmp.kw.key, key->bytes, key->len);
-	w->be->unmark(w, &tmp.kw);
-	w->unread_ignored++;
+	/* Failing, it leaves a mark nothing links to; the kernel drops it at
+	 * close, and its events are dropped as stale meanwhile. */
+	(void)w->be->unmark(w, &tmp.kw);
+	w->kwatches.unmarks++;
 }
 
+/* A new kernel watch in the table; the caller has reserved room. */
 static struct kwatch *kwatch_new(struct fsnw *w, const struct kkey *key, uint32_t flags)
 {
-	struct kwatch *kw = fsnw_calloc(1, sizeof(*kw) + key->len);
+	struct kwatch *kw = mem_zalloc(sizeof(*kw) + key->len);
 
 	if (!kw)
 		return NULL;
@@ -291,7 +304,7 @@ static struct kwatch *kwatch_new(struct fsnw *w, const struct kkey *key, uint32_
 	kw->keylen = key->len;
 	memcpy(kw->key, key->bytes, key->len);
 	kw->excl_unlink = w->be->excl_unlink && (flags & FSNW_WATCH_EXCL_UNLINK);
-	htab_insert(&w->inodes.by_key, &kw->node, key_hash(kw->key, kw->keylen));
+	htab_insert(&w->kwatches.by_key, &kw->node, key_hash(kw->key, kw->keylen));
 	return kw;
 }
 
@@ -301,7 +314,7 @@ static struct link *link_new(struct watch *lw)
 	struct link *l;
 
 	if (lw->tree || lw->nlinks)
-		return fsnw_calloc(1, sizeof(*l));
+		return mem_zalloc(sizeof(*l));
 	l = &lw->own;
 	memset(l, 0, sizeof(*l));
 	l->embedded = true;
@@ -311,14 +324,15 @@ static struct link *link_new(struct watch *lw)
 static void link_free_unused(struct link *l)
 {
 	if (l && !l->embedded)
-		fsnw_free(l);
+		mem_free(l);
 }
 
 /* Attach lw to kw through l: kw existed before this attach, or was just made. */
-static int link_kwatch(struct fsnw *w, struct watch *lw, struct kwatch *kw, bool existed,
-		       struct link *l, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
-		       struct strref *linkpath, struct link **out)
+static void link_kwatch(struct fsnw *w, struct watch *lw, struct kwatch *kw, bool existed,
+			struct link *l, int dirfd, const char *path, uint32_t kmask,
+			uint32_t flags, struct strref *linkpath)
 {
+	struct kwatches *t = &w->kwatches;
 	bool older_events;
 
 	if (!existed) {
@@ -343,39 +357,25 @@ static int link_kwatch(struct fsnw *w, struct watch *lw, struct kwatch *kw, bool
 	 * new kernel watch may find events queued for a removed one of the
 	 * same object, whose mask is not known any more. */
 	older_events = existed ? (kw->kmask & kmask & FSNW_ALL_EVENTS) != 0 :
-				 w->be->stable_keys && w->unread_ignored;
+				 w->be->stable_keys && kwatch_unread_unmarks(t);
 	kw->kmask |= kmask;
 
 	l->watch = lw;
 	l->kw = kw;
 	l->path = strref_get(linkpath);
 	l->active = !older_events;
+	list_init(&l->pnode);
+	if (older_events) {
+		list_add_tail(&l->pnode, &t->pending);
+		t->npending++;
+	}
 	list_add_tail(&l->knode, &kw->links);
 	list_add_tail(&l->wnode, &lw->links);
 	kw->nlinks++;
 	lw->nlinks++;
-
-	if (older_events && !(w->batch_depth && w->batch_drained)) {
-		/* Everything the kernel queued before our mark call predates this
-		 * watch: read it now, while the link is not yet live. In a batch
-		 * once is enough: what comes later is concurrent with the call. */
-		handle_drain(w, DRAIN_COMPLETE);
-		if (w->batch_depth)
-			w->batch_drained = true;
-	}
-	if (older_events) {
-		if (kw->dropped) {
-			/* The object went away during the add. */
-			inodes_detach(w, l, false);
-			return -ENOENT;
-		}
-		l->active = true;
-	}
-	*out = l;
-	return 0;
 }
 
-int inodes_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int dirfd,
+int kwatch_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int dirfd,
 		const char *path, uint32_t kmask, uint32_t flags, struct strref *linkpath,
 		struct link **out)
 {
@@ -383,17 +383,19 @@ int inodes_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int di
 	struct kwatch *kw;
 	bool existed;
 
-	kw = find(&w->inodes, key->bytes, key->len);
+	kw = kwatch_find(&w->kwatches, key->bytes, key->len);
 	existed = kw != NULL;
-	if (!kw && l && htab_reserve(&w->inodes.by_key, 1) == 0)
+	if (!kw && l && htab_reserve(&w->kwatches.by_key, 1) == 0)
 		kw = kwatch_new(w, key, flags);
 	if (!l || !kw) {
 		link_free_unused(l);
-		inodes_unmark_new(w, key);
+		kwatch_unmark_new(w, key);
 		return -ENOMEM;
 	}
 	kw->marked = true;
-	return link_kwatch(w, lw, kw, existed, l, dirfd, path, kmask, flags, linkpath, out);
+	link_kwatch(w, lw, kw, existed, l, dirfd, path, kmask, flags, linkpath);
+	*out = l;
+	return 0;
 }
 
 /*
@@ -405,16 +407,17 @@ static int link_covered(struct fsnw *w, struct watch *lw, const struct kkey *key
 			const struct kkey *fskey, int dirfd, const char *path, uint32_t kmask,
 			uint32_t flags, struct strref *linkpath, struct link **out)
 {
-	struct kwatch *fs = find(&w->inodes, fskey->bytes, fskey->len);
-	struct kwatch *kw = find(&w->inodes, key->bytes, key->len);
+	struct kwatches *t = &w->kwatches;
+	struct kwatch *fs = kwatch_find(t, fskey->bytes, fskey->len);
+	struct kwatch *kw = kwatch_find(t, key->bytes, key->len);
 	struct link *l = link_new(lw);
 	bool existed = kw != NULL;
 
-	if (l && htab_reserve(&w->inodes.by_key, 2) == 0) {
+	if (l && htab_reserve(&t->by_key, 2) == 0) {
 		if (!fs && (fs = kwatch_new(w, fskey, 0)) != NULL) {
 			fs->fsmark = true;
 			fs->marked = true;
-			w->inodes.nfsmarks++;
+			t->nfsmarks++;
 		}
 		if (fs && !kw)
 			kw = kwatch_new(w, key, 0);
@@ -425,7 +428,7 @@ static int link_covered(struct fsnw *w, struct watch *lw, const struct kkey *key
 		if (fs && !fs->ncovered)
 			kwatch_remove(w, fs);
 		else if (!fs)
-			inodes_unmark_new(w, fskey);
+			kwatch_unmark_new(w, fskey);
 		return -ENOMEM;
 	}
 	if (!kw->cover) {
@@ -433,10 +436,12 @@ static int link_covered(struct fsnw *w, struct watch *lw, const struct kkey *key
 		fs->ncovered++;
 	}
 	fs->kmask |= kmask;
-	return link_kwatch(w, lw, kw, existed, l, dirfd, path, kmask, flags, linkpath, out);
+	link_kwatch(w, lw, kw, existed, l, dirfd, path, kmask, flags, linkpath);
+	*out = l;
+	return 0;
 }
 
-int inodes_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
+int kwatch_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
 		  uint32_t kmask, uint32_t flags, struct strref *linkpath, struct link **out)
 {
 	struct kkey key, fskey;
@@ -446,47 +451,42 @@ int inodes_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
 	if ((flags & FSNW_WATCH_TREE) && w->be->cover &&
 	    w->be->cover(w, dirfd, path, kmask, flags, &key, &fskey) == 0)
 		return link_covered(w, lw, &key, &fskey, dirfd, path, kmask, flags, linkpath, out);
-	ret = inodes_mark(w, dirfd, path, kmask, flags, &key, stats_start(w));
+	ret = kwatch_mark(w, dirfd, path, kmask, flags, &key, stats_start(w));
 	if (ret < 0)
 		return ret;
-	return inodes_link(w, lw, &key, dirfd, path, kmask, flags, linkpath, out);
+	return kwatch_link(w, lw, &key, dirfd, path, kmask, flags, linkpath, out);
 }
 
-/*
- * The kernel dropped the mark (IN_IGNORED): every logical watch on it hears.
- * Each active link goes (a tree only loses that directory unless it is the
- * root); a link still being attached stays and its attach fails.
- */
-static void kwatch_dropped(struct fsnw *w, struct kwatch *kw)
+struct link *kwatch_pop_pending(struct kwatches *t)
 {
-	struct list *pos, *tmp;
+	struct link *l;
 
+	if (list_empty(&t->pending))
+		return NULL;
+	l = list_first(&t->pending, struct link, pnode);
+	list_del(&l->pnode);
+	t->npending--;
+	return l;
+}
+
+bool kwatch_dropped(struct fsnw *w, struct kwatch *kw)
+{
 	w->st.kernel_drops++;
 	kw->dropped = true;
 	if (kw->parked) {
 		kwatch_forget(w, kw);
-		return;
+		return false;
 	}
-	kw->nlinks++; /* pinned while its links go */
-	list_for_each_safe(pos, tmp, &kw->links) {
-		struct link *l = list_entry(pos, struct link, knode);
-
-		if (!l->active)
-			continue;
-		if (l->watch->tree && !tree_link_dropped(w, l))
-			continue;
-		handle_watch_gone(w, l->watch);
-	}
-	kw->nlinks--;
-	kwatch_unused(w, kw, false);
+	kwatch_pin(kw);
+	return true;
 }
 
 static void mark_live(struct fsnw *w, const unsigned char *key, size_t len)
 {
-	struct kwatch *kw = find(&w->inodes, key, len);
+	struct kwatch *kw = kwatch_find(&w->kwatches, key, len);
 
 	if (kw)
-		kw->live_gen = w->inodes.live_gen;
+		kw->live_gen = w->kwatches.live_gen;
 }
 
 struct gone {
@@ -505,96 +505,26 @@ static void collect_gone(struct hnode *n, void *arg)
 	g->victims = kw;
 }
 
-void inodes_reconcile(struct fsnw *w)
+struct kwatch *kwatch_reconcile(struct fsnw *w)
 {
 	struct gone g = { NULL, 0 };
 	struct kwatch *victims = NULL, *kw;
 
 	if (!w->be->live)
-		return;
-	g.gen = ++w->inodes.live_gen;
+		return NULL;
+	g.gen = ++w->kwatches.live_gen;
 	if (w->be->live(w, mark_live) < 0)
-		return;
-	htab_for_each(&w->inodes.by_key, collect_gone, &g);
-	/* Parked ones have no links: they just go. The others are pinned, so
-	 * dropping one (a whole tree, say) frees none still on the list. */
+		return NULL;
+	/* Collected first: freeing while the table is walked is not allowed. */
+	htab_for_each(&w->kwatches.by_key, collect_gone, &g);
 	for (kw = g.victims; kw;) {
 		struct kwatch *next = kw->victim;
 
-		if (kw->parked) {
-			w->st.kernel_drops++;
-			kwatch_forget(w, kw);
-		} else {
-			kw->nlinks++;
+		if (kwatch_dropped(w, kw)) {
 			kw->victim = victims;
 			victims = kw;
 		}
 		kw = next;
 	}
-	while ((kw = victims)) {
-		victims = kw->victim;
-		kw->nlinks--;
-		kwatch_dropped(w, kw);
-	}
-}
-
-void inodes_dispatch(struct fsnw *w, const struct kevent *ev)
-{
-	struct list *pos, *tmp;
-	struct kwatch *kw;
-	bool heard = false;
-
-	if (ev->mask & FSNW_OVERFLOW) {
-		w->st.events_read++;
-		w->reconcile = true;
-		handle_overflow(w, OVERFLOW_KERNEL);
-		return;
-	}
-	kw = ev->key ? find(&w->inodes, ev->key, ev->keylen) : NULL;
-	if (!kw || kw->dropped || kw->fsmark) {
-		/* fanotify names every object an event concerns, and a
-		 * filesystem mark reports the whole filesystem: a key we do
-		 * not watch is no late event of ours. */
-		if (ev->flags & KEVENT_OPTIONAL)
-			return;
-		w->st.events_read++;
-		w->st.dropped_stale++;
-		return;
-	}
-	w->st.events_read++;
-	if (ev->mask & FSNW_IGNORED) {
-		kwatch_dropped(w, kw);
-		return;
-	}
-	/* Pinned: a oneshot watch may detach the last link while we walk. */
-	kw->nlinks++;
-	list_for_each_safe(pos, tmp, &kw->links) {
-		struct link *l = list_entry(pos, struct link, knode);
-		struct watch *lw = l->watch;
-		uint32_t mask, wanted;
-
-		if (!l->active)
-			continue;
-		heard = true;
-		if (lw->tree && w->walk_open && tree_walk_echo(w, l, ev)) {
-			w->st.dropped_walk++;
-			continue;
-		}
-		mask = ev->mask & (lw->mask | FSNW_ISDIR | FSNW_UNMOUNT);
-		wanted = mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT);
-		if (wanted && queue_push(w->q, &lw->qo, l->path, mask, ev->cookie, ev->name,
-					 ev->namelen, 0) == QUEUE_MERGED)
-			PROBE2(merge, lw->qo.wid, mask);
-		/* After the push: the event reports the path it happened at, and a
-		 * tree may now rename or drop l. */
-		if (lw->tree)
-			tree_note_event(w, l, ev);
-		/* A oneshot watch has a single link: l goes, tmp stays valid. */
-		else if (wanted && (lw->flags & FSNW_WATCH_ONESHOT))
-			handle_watch_gone(w, lw);
-	}
-	kw->nlinks--;
-	if (!heard)
-		w->st.dropped_parked++;
-	kwatch_unused(w, kw, true);
+	return victims;
 }

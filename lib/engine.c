@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+#include <assert.h>
+#include <errno.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "handle.h"
+#include "mem.h"
+#include "route.h"
+#include "stats.h"
+
+#define READ_BUF_SIZE (64 * 1024)
+/* A bounded drain in fsnw_read: a writer storm must not keep a reader here. */
+#define DRAIN_READS_MAX 8
+/* Our own removes leave IN_IGNORED in the kernel queue; read them before
+ * they could fill it for a caller that adds and removes but rarely reads. */
+#define UNREAD_IGNORED_MAX 1024
+
+int engine_init(struct fsnw *w)
+{
+	struct engine *e = &w->engine;
+
+	e->evfd = e->epfd = -1;
+	e->rbuf_len = READ_BUF_SIZE;
+	e->rbuf = mem_alloc(e->rbuf_len);
+	return e->rbuf ? 0 : -ENOMEM;
+}
+
+int engine_open(struct fsnw *w)
+{
+	struct engine *e = &w->engine;
+
+	e->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	w->st.sys_other++;
+	return e->evfd < 0 ? -errno : 0;
+}
+
+void engine_fini(struct fsnw *w)
+{
+	struct engine *e = &w->engine;
+
+	if (e->epfd >= 0)
+		close(e->epfd);
+	if (e->evfd >= 0)
+		close(e->evfd);
+	mem_free(e->rbuf);
+	e->rbuf = NULL;
+	e->epfd = e->evfd = -1;
+}
+
+/* One non-blocking read of the group fd, counted: bytes, 0 when nothing is
+ * pending, or -errno. */
+static ssize_t read_group(struct fsnw *w)
+{
+	struct engine *e = &w->engine;
+	ssize_t n;
+
+	if (e->sys_read)
+		return e->sys_read(w, e->rbuf, e->rbuf_len);
+	do {
+		n = read(w->kfd, e->rbuf, e->rbuf_len);
+		w->st.sys_read++;
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	return n;
+}
+
+static void route_cb(void *arg, const struct kevent *ev)
+{
+	struct fsnw *w = arg;
+
+	if (route_event(w, ev) & ROUTE_OVERFLOW)
+		w->engine.reconcile = true;
+}
+
+/*
+ * Read and route until a read comes back short (the kernel queue was
+ * emptied: *emptied) or, without DRAIN_COMPLETE, DRAIN_READS_MAX reads.
+ */
+static int read_loop(struct fsnw *w, unsigned flags, bool *emptied)
+{
+	struct engine *e = &w->engine;
+	int reads = 0;
+
+	*emptied = false;
+	for (;;) {
+		uint64_t t0 = (flags & DRAIN_TIMED) ? stats_start(w) : 0;
+		ssize_t n = read_group(w);
+
+		stats_end(w, &w->st.lat_kernel_read, t0);
+		if (n < 0)
+			return (int)n;
+		if (n > 0) {
+			reads++;
+			w->be->decode(w, e->rbuf, (size_t)n, route_cb, w);
+		}
+		if (n == 0 || (size_t)n + w->be->max_record <= e->rbuf_len) {
+			*emptied = true;
+			return reads;
+		}
+		if (!(flags & DRAIN_COMPLETE) && reads >= DRAIN_READS_MAX)
+			return reads;
+	}
+}
+
+int engine_drain(struct fsnw *w, unsigned flags)
+{
+	struct engine *e = &w->engine;
+	bool emptied, retry = true;
+	int reads = 0, ret;
+
+	/* Nothing below the engine drains: a nested drain is a bug. */
+	assert(!e->draining);
+	e->draining = true;
+	for (;;) {
+		ret = read_loop(w, flags, &emptied);
+		if (ret >= 0)
+			reads += ret;
+		if (e->reconcile) {
+			e->reconcile = false;
+			route_reconcile(w);
+		}
+		if (ret < 0)
+			break;
+		if (!emptied) {
+			/* Trees wait for a complete drain; the rest can wait
+			 * for the next read. */
+			if (!trees_busy(&w->trees) && !w->kwatches.npending)
+				break;
+			flags |= DRAIN_COMPLETE;
+			continue;
+		}
+		kwatch_queue_emptied(&w->kwatches);
+		route_settle(w);
+		if (!trees_after_drain(w, retry))
+			break;
+		/* The walks made events (and maybe pending links) of their own. */
+		retry = false;
+		flags |= DRAIN_COMPLETE;
+	}
+	e->draining = false;
+	PROBE2(read, reads, queue_depth(w->q));
+	return ret < 0 ? ret : reads;
+}
+
+void engine_settle(struct fsnw *w)
+{
+	/* A failed read leaves links pending; the next drain settles them,
+	 * and until then they hear nothing, which is the safe side. */
+	if (w->kwatches.npending || trees_busy(&w->trees))
+		(void)engine_drain(w, DRAIN_COMPLETE);
+}
+
+/* Make the eventfd readable exactly while events wait in the queue. Only a
+ * change of state costs a syscall. */
+static void sync_ready(struct fsnw *w)
+{
+	struct engine *e = &w->engine;
+	bool want = queue_depth(w->q) > 0;
+	uint64_t v = 1;
+
+	if (want == e->ev_ready)
+		return;
+	if (want) {
+		if (write(e->evfd, &v, sizeof(v)) == sizeof(v))
+			e->ev_ready = true;
+	} else {
+		if (read(e->evfd, &v, sizeof(v)) == sizeof(v) || errno == EAGAIN)
+			e->ev_ready = false;
+	}
+	w->st.sys_eventfd++;
+}
+
+size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *err)
+{
+	size_t n;
+	int ret;
+
+	queue_release_delivered(w->q);
+	ret = engine_drain(w, DRAIN_TIMED);
+	n = queue_pop(w->q, evs, max);
+	watches_reap(w, evs, n);
+	sync_ready(w);
+	*err = ret < 0 ? ret : 0;
+	return n;
+}
+
+void engine_end_call(struct fsnw *w)
+{
+	if (kwatch_unread_unmarks(&w->kwatches) >= UNREAD_IGNORED_MAX)
+		(void)engine_drain(w, 0); /* an error here is the next read's to report */
+	sync_ready(w);
+}
+
+int engine_wait(struct fsnw *w, int timeout_ms)
+{
+	struct pollfd p[2] = {
+		{ .fd = w->kfd, .events = POLLIN },
+		{ .fd = w->engine.evfd, .events = POLLIN },
+	};
+	int ret = poll(p, 2, timeout_ms);
+
+	return ret < 0 ? -errno : ret;
+}
+
+/*
+ * The epoll fd is made on the first fsnw_get_fd: a group fd in an epoll set
+ * runs epoll's wakeup for every event the kernel queues (our own IN_IGNORED
+ * included), a cost a caller that never polls should not pay. fsnw_read
+ * sleeps in poll() on the group fd and the eventfd, without it.
+ */
+int engine_get_fd(struct fsnw *w)
+{
+	struct engine *e = &w->engine;
+	struct epoll_event ev = { .events = EPOLLIN };
+	int fd;
+
+	if (e->epfd >= 0)
+		return e->epfd;
+	fd = epoll_create1(EPOLL_CLOEXEC);
+	w->st.sys_other++;
+	if (fd < 0)
+		return -errno;
+	w->st.sys_other += 2;
+	if (epoll_ctl(fd, EPOLL_CTL_ADD, w->kfd, &ev) < 0 ||
+	    epoll_ctl(fd, EPOLL_CTL_ADD, e->evfd, &ev) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	e->epfd = fd;
+	return fd;
+}

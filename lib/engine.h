@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine owns the one read(2) of the kernel group fd and everything
+ * about when it happens: the drain policy, the kernel overflow that makes
+ * it reconcile the table, the settling of pending links, the tree work
+ * that follows a drain, and readiness (the eventfd that is readable while
+ * events wait in the queue, and the epoll fd fsnw_get_fd returns). Every
+ * function runs with the handle's lock held except engine_wait.
+ *
+ *   read(2) -> backend decode -> route_event -> kwatch / watches / tree / queue
+ */
+#ifndef FSNW_ENGINE_H
+#define FSNW_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct fsnw;
+struct fsnw_event;
+
+struct engine {
+	unsigned char *rbuf;   /* kernel read buffer */
+	size_t rbuf_len;
+	bool draining;         /* a drain runs; nothing below the engine starts one */
+	bool reconcile;        /* a kernel overflow was read: check which watches live */
+	int evfd;              /* eventfd: readable while events wait in the queue */
+	int epfd;              /* what fsnw_get_fd returns (kfd and evfd), made on its first call */
+	bool ev_ready;         /* evfd is signalled */
+	/* Tests only: a model kernel in place of read(2) on the group fd. */
+	ssize_t (*sys_read)(struct fsnw *w, void *buf, size_t len);
+};
+
+/* The read buffer (handle_alloc); -ENOMEM. */
+int engine_init(struct fsnw *w);
+/* The eventfd (fsnw_open, once the backend is up); -errno. */
+int engine_open(struct fsnw *w);
+/* Close the fds and free the buffer. */
+void engine_fini(struct fsnw *w);
+
+/*
+ * Read the kernel group fd and route what it holds into the queue; after a
+ * complete drain, settle pending links and do the trees' work.
+ * DRAIN_COMPLETE: keep reading until a read comes back short (everything
+ * pending when the call began has been read); otherwise a bounded number.
+ * DRAIN_TIMED: record each read in lat_kernel_read.
+ * Returns the number of reads, or -errno from read(2).
+ */
+#define DRAIN_COMPLETE 0x1u
+#define DRAIN_TIMED 0x2u
+int engine_drain(struct fsnw *w, unsigned flags);
+
+/* Settle pending links: a complete drain if any wait (an add's last step). */
+void engine_settle(struct fsnw *w);
+
+/*
+ * fsnw_read's step under the lock: release what the last read lent, drain
+ * (bounded), and pop up to max events. *err gets a read error, if any.
+ */
+size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *err);
+
+/* End of a locked entry point: keep the kernel queue and readiness in order. */
+void engine_end_call(struct fsnw *w);
+
+/* Sleep until the group fd or the eventfd is readable (lock NOT held); -errno. */
+int engine_wait(struct fsnw *w, int timeout_ms);
+
+/* The fd fsnw_get_fd returns, made on the first call; -errno. */
+int engine_get_fd(struct fsnw *w);
+
+#endif

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The router: a decoded kernel event goes to the logical watches it concerns
+ * (through the kernel-watch table), into the queue, and to trees, which
+ * follow their directories by it. It also carries out what the kernel says
+ * by dropping a mark, and settles pending links after a complete drain. It
+ * calls the modules below it (kwatch, watches, tree, queue); what the engine
+ * must act on comes back as ROUTE_* bits.
+ */
+#ifndef FSNW_ROUTE_H
+#define FSNW_ROUTE_H
+
+struct fsnw;
+struct kevent;
+
+/* route_event results */
+#define ROUTE_OVERFLOW 0x1u /* the kernel lost events: reconcile the table */
+
+unsigned route_event(struct fsnw *w, const struct kevent *ev);
+
+/* After a kernel overflow: watches whose drop notice the full queue lost go now. */
+void route_reconcile(struct fsnw *w);
+
+/*
+ * After a complete drain: every pending link goes live, or, if the kernel
+ * dropped its watch meanwhile, is detached (a plain watch's add then fails,
+ * a tree forgets the directory).
+ */
+void route_settle(struct fsnw *w);
+
+#endif
