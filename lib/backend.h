@@ -46,6 +46,26 @@ struct kevent {
 
 typedef void (*kevent_fn)(void *arg, const struct kevent *ev);
 
+/*
+ * The syscalls one mark operation made. Mark operations run without the
+ * handle's lock, so they count here, and the caller adds the tally to the
+ * handle's stats once it holds the lock again (sys_tally_fold, stats.h).
+ */
+struct sys_tally {
+	uint32_t inotify_add_watch;
+	uint32_t inotify_rm_watch;
+	uint32_t fanotify_mark;
+	uint32_t name_to_handle_at;
+	uint32_t open_by_handle_at;
+	uint32_t other;
+};
+
+/*
+ * init, fini, decode and live run with the handle's lock held. mark, unmark,
+ * cover and identify may run without it, concurrently with each other: a
+ * backend guards what they share itself, and they touch nothing of the
+ * handle's but the group fd, counting their syscalls in *t.
+ */
 struct backend {
 	int id; /* FSNW_BACKEND_* */
 	const char *name;
@@ -59,9 +79,9 @@ struct backend {
 	 * _DONT_FOLLOW, _EXCL_UNLINK. Fills key. -errno as the kernel says.
 	 */
 	int (*mark)(struct fsnw *w, int dirfd, const char *path, uint32_t mask, uint32_t flags,
-		    int replace, struct kkey *key);
+		    int replace, struct kkey *key, struct sys_tally *t);
 	/* Remove the kernel watch; one the kernel already dropped is success. */
-	int (*unmark)(struct fsnw *w, const struct kwatch *kw);
+	int (*unmark)(struct fsnw *w, const struct kwatch *kw, struct sys_tally *t);
 	/*
 	 * Optional (tree directories). Name the directory at path in key
 	 * without a mark of its own, and make sure the mark of its whole
@@ -71,14 +91,14 @@ struct backend {
 	 * error: this directory cannot be covered, mark it instead.
 	 */
 	int (*cover)(struct fsnw *w, int dirfd, const char *path, uint32_t mask, uint32_t flags,
-		     struct kkey *key, struct kkey *fskey);
+		     struct kkey *key, struct kkey *fskey, struct sys_tally *t);
 	/*
 	 * Optional: the key of the object at path, without marking it, so an
 	 * add onto an object already marked for all it asks makes no mark.
 	 * Any error: use mark.
 	 */
 	int (*identify)(struct fsnw *w, int dirfd, const char *path, uint32_t flags,
-			struct kkey *key);
+			struct kkey *key, struct sys_tally *t);
 	/*
 	 * Decode what one read(2) of the group fd returned (the engine reads):
 	 * fn is called per event. Returns the number of events.

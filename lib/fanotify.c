@@ -28,6 +28,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/fanotify.h>
@@ -77,16 +79,22 @@ struct fan_fs {
 /* A mount seen, by unique id, so a mark needs no statfs to learn the fsid. */
 struct fan_mnt {
 	uint64_t id;
-	size_t fs; /* index in fan.fs */
+	struct fan_fs *fs;
 };
 
+/*
+ * Mark operations run without the handle's lock, concurrently: lock guards
+ * the filesystem and mount lists (entries are never freed before fini, so a
+ * struct fan_fs pointer stays valid) and each filesystem's mark state.
+ */
 struct fan {
-	struct fan_fs *fs;
+	pthread_mutex_t lock;
+	struct fan_fs **fs;
 	size_t nfs;
 	struct fan_mnt *mnt;
 	size_t nmnt;
-	uint32_t cookie;    /* the last rename cookie handed out */
-	bool no_unique_mnt; /* the kernel predates AT_HANDLE_MNT_ID_UNIQUE: statfs per call */
+	uint32_t cookie;    /* the last rename cookie handed out (decode, handle lock) */
+	atomic_bool no_unique_mnt; /* the kernel predates AT_HANDLE_MNT_ID_UNIQUE: statfs per call */
 };
 
 struct fh_buf {
@@ -133,6 +141,7 @@ static int fan_init(struct fsnw *w)
 		mem_free(f);
 		return -EPERM;
 	}
+	pthread_mutex_init(&f->lock, NULL);
 	w->kfd = fd;
 	w->be_state = f;
 	return 0;
@@ -144,10 +153,13 @@ static void fan_fini(struct fsnw *w)
 
 	if (!f)
 		return;
-	for (size_t i = 0; i < f->nfs; i++)
-		close(f->fs[i].mntfd);
+	for (size_t i = 0; i < f->nfs; i++) {
+		close(f->fs[i]->mntfd);
+		mem_free(f->fs[i]);
+	}
 	mem_free(f->fs);
 	mem_free(f->mnt);
+	pthread_mutex_destroy(&f->lock);
 	mem_free(f);
 	w->be_state = NULL;
 }
@@ -157,7 +169,8 @@ static void fan_fini(struct fsnw *w)
  * an O_PATH fd alone: a directory is reached as "." under it, anything else
  * through its /proc/self/fd link, which leads to that very object.
  */
-static int mark_fd(struct fsnw *w, unsigned int op, uint64_t mask, int fd, bool isdir)
+static int mark_fd(struct fsnw *w, unsigned int op, uint64_t mask, int fd, bool isdir,
+		   struct sys_tally *t)
 {
 	char proc[32];
 	int ret;
@@ -168,19 +181,19 @@ static int mark_fd(struct fsnw *w, unsigned int op, uint64_t mask, int fd, bool 
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 		ret = fanotify_mark(w->kfd, op, mask, AT_FDCWD, proc);
 	}
-	w->st.sys_fanotify_mark++;
+	t->fanotify_mark++;
 	return ret < 0 ? -errno : 0;
 }
 
-static void close_counted(struct fsnw *w, int fd)
+static void close_counted(int fd, struct sys_tally *t)
 {
 	close(fd);
-	w->st.sys_other++;
+	t->other++;
 }
 
 /* The handle of (fd, path) and the unique id of its mount (0 if unknown). */
 static int get_handle(struct fsnw *w, int fd, const char *path, int flags, struct fh_buf *h,
-		      uint64_t *mnt)
+		      uint64_t *mnt, struct sys_tally *t)
 {
 	struct fan *f = w->be_state;
 	int ret, mid;
@@ -188,8 +201,8 @@ static int get_handle(struct fsnw *w, int fd, const char *path, int flags, struc
 	for (;;) {
 		h->fh.handle_bytes = MAX_HANDLE_SZ;
 		*mnt = 0;
-		w->st.sys_name_to_handle_at++;
-		if (f->no_unique_mnt) {
+		t->name_to_handle_at++;
+		if (atomic_load(&f->no_unique_mnt)) {
 			ret = name_to_handle_at(fd, path, &h->fh, &mid, flags);
 		} else {
 			ret = name_to_handle_at(fd, path, &h->fh, (int *)(void *)mnt,
@@ -197,9 +210,9 @@ static int get_handle(struct fsnw *w, int fd, const char *path, int flags, struc
 		}
 		if (ret == 0)
 			return 0;
-		if (errno != EINVAL || f->no_unique_mnt)
+		if (errno != EINVAL || atomic_load(&f->no_unique_mnt))
 			break;
-		f->no_unique_mnt = true;
+		atomic_store(&f->no_unique_mnt, true);
 	}
 	/* EOPNOTSUPP: no decodable handles here (see the top of the file). */
 	return errno == EOVERFLOW ? -EOPNOTSUPP : -errno;
@@ -210,11 +223,11 @@ struct statx_id {
 	uint32_t maj, min;
 };
 
-static int stat_id(struct fsnw *w, int fd, struct statx_id *id)
+static int stat_id(int fd, struct statx_id *id, struct sys_tally *t)
 {
 	struct statx stx;
 
-	w->st.sys_other++;
+	t->other++;
 	if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &stx) < 0)
 		return -errno;
 	id->mnt = stx.stx_mnt_id;
@@ -228,31 +241,31 @@ static int stat_id(struct fsnw *w, int fd, struct statx_id *id)
  * Climb from the directory fd to the root of its mount; returns a new fd
  * on it, opened for reading: open_by_handle_at refuses an O_PATH mount fd.
  */
-static int open_mount_root(struct fsnw *w, int fd)
+static int open_mount_root(int fd, struct sys_tally *t)
 {
 	struct statx_id cur, up;
 	int curfd, upfd, ret;
 
 	curfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	w->st.sys_other++;
+	t->other++;
 	if (curfd < 0)
 		return -errno;
-	ret = stat_id(w, curfd, &cur);
+	ret = stat_id(curfd, &cur, t);
 	for (int depth = 0; ret == 0 && depth < PATH_MAX / 2; depth++) {
 		upfd = openat(curfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		w->st.sys_other++;
+		t->other++;
 		if (upfd < 0) {
 			ret = -errno;
 			break;
 		}
-		ret = stat_id(w, upfd, &up);
+		ret = stat_id(upfd, &up, t);
 		/* ".." of a mount root is in the mount above; of "/" it is "/". */
 		if (ret < 0 || up.mnt != cur.mnt ||
 		    (up.ino == cur.ino && up.maj == cur.maj && up.min == cur.min)) {
-			close_counted(w, upfd);
+			close_counted(upfd, t);
 			break;
 		}
-		close_counted(w, curfd);
+		close_counted(curfd, t);
 		curfd = upfd;
 		cur = up;
 	}
@@ -260,15 +273,15 @@ static int open_mount_root(struct fsnw *w, int fd)
 		/* Opening it is seen (FAN_OPEN of that directory), once per
 		 * filesystem and handle. */
 		upfd = openat(curfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		w->st.sys_other++;
+		t->other++;
 		ret = upfd < 0 ? -errno : upfd;
 	}
-	close_counted(w, curfd);
+	close_counted(curfd, t);
 	return ret;
 }
 
 /* The directory path is in (relative to dirfd), as an O_PATH fd. */
-static int open_parent(struct fsnw *w, int dirfd, const char *path)
+static int open_parent(int dirfd, const char *path, struct sys_tally *t)
 {
 	char buf[PATH_MAX];
 	size_t len = strnlen(path, sizeof(buf));
@@ -288,27 +301,42 @@ static int open_parent(struct fsnw *w, int dirfd, const char *path)
 	else
 		*slash = '\0';
 	fd = openat(dirfd, buf, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	w->st.sys_other++;
+	t->other++;
 	return fd < 0 ? -errno : fd;
 }
 
+/* f->lock held. */
 static struct fan_fs *fs_by_fsid(struct fan *f, const unsigned char *fsid)
 {
 	for (size_t i = 0; i < f->nfs; i++)
-		if (!memcmp(f->fs[i].fsid, fsid, FSID_LEN))
-			return &f->fs[i];
+		if (!memcmp(f->fs[i]->fsid, fsid, FSID_LEN))
+			return f->fs[i];
 	return NULL;
+}
+
+/* The filesystem of a key we made (fsid first), or NULL: never marked through us. */
+static struct fan_fs *fs_of_key(struct fan *f, const unsigned char *key, size_t len)
+{
+	struct fan_fs *fs;
+
+	if (len < FSID_LEN)
+		return NULL;
+	pthread_mutex_lock(&f->lock);
+	fs = fs_by_fsid(f, key);
+	pthread_mutex_unlock(&f->lock);
+	return fs;
 }
 
 /*
  * Record a new filesystem: find a mount root fd for it, starting from
  * objfd (the watched object, O_PATH) or, for a non-directory, its parent.
+ * f->lock held: the first sight of a filesystem is rare, and another
+ * thread must not record it twice.
  */
-static int fs_new(struct fsnw *w, const unsigned char *fsid, int objfd, bool isdir, int dirfd,
-		  const char *path, struct fan_fs **out)
+static int fs_new(struct fan *f, const unsigned char *fsid, int objfd, bool isdir, int dirfd,
+		  const char *path, struct fan_fs **out, struct sys_tally *t)
 {
-	struct fan *f = w->be_state;
-	struct fan_fs *arr, *fs;
+	struct fan_fs **arr, *fs;
 	struct statfs sfs;
 	int startfd = objfd, rootfd;
 
@@ -316,27 +344,34 @@ static int fs_new(struct fsnw *w, const unsigned char *fsid, int objfd, bool isd
 	if (!arr)
 		return -ENOMEM;
 	f->fs = arr;
+	fs = mem_zalloc(sizeof(*fs));
+	if (!fs)
+		return -ENOMEM;
 	if (!isdir) {
-		startfd = open_parent(w, dirfd, path);
-		if (startfd < 0)
+		startfd = open_parent(dirfd, path, t);
+		if (startfd < 0) {
+			mem_free(fs);
 			return startfd;
+		}
 	}
-	rootfd = open_mount_root(w, startfd);
+	rootfd = open_mount_root(startfd, t);
 	if (startfd != objfd)
-		close_counted(w, startfd);
-	if (rootfd < 0)
+		close_counted(startfd, t);
+	if (rootfd < 0) {
+		mem_free(fs);
 		return rootfd;
-	w->st.sys_other++;
+	}
+	t->other++;
 	if (fstatfs(rootfd, &sfs) < 0 || memcmp(&sfs.f_fsid, fsid, FSID_LEN)) {
 		/* The object is a mount of its own (a bind-mounted file): no
 		 * directory above it is on its filesystem. */
-		close_counted(w, rootfd);
+		close_counted(rootfd, t);
+		mem_free(fs);
 		return -EOPNOTSUPP;
 	}
-	fs = &f->fs[f->nfs++];
-	memset(fs, 0, sizeof(*fs));
 	memcpy(fs->fsid, fsid, FSID_LEN);
 	fs->mntfd = rootfd;
+	f->fs[f->nfs++] = fs;
 	*out = fs;
 	return 0;
 }
@@ -346,7 +381,7 @@ static int fs_new(struct fsnw *w, const unsigned char *fsid, int objfd, bool isd
  * -1: opened here if needed), on the mount with unique id mnt (0: unknown).
  */
 static int fs_of(struct fsnw *w, uint64_t mnt, int objfd, bool isdir, int dirfd,
-		 const char *path, uint32_t flags, struct fan_fs **out)
+		 const char *path, uint32_t flags, struct fan_fs **out, struct sys_tally *t)
 {
 	struct fan *f = w->be_state;
 	unsigned char fsid[FSID_LEN];
@@ -354,40 +389,45 @@ static int fs_of(struct fsnw *w, uint64_t mnt, int objfd, bool isdir, int dirfd,
 	struct statfs sfs;
 	int fd = objfd, ret = 0;
 
+	pthread_mutex_lock(&f->lock);
 	for (size_t i = 0; mnt && i < f->nmnt; i++) {
 		if (f->mnt[i].id == mnt) {
-			*out = &f->fs[f->mnt[i].fs];
+			*out = f->mnt[i].fs;
+			pthread_mutex_unlock(&f->lock);
 			return 0;
 		}
 	}
+	pthread_mutex_unlock(&f->lock);
 	if (fd < 0) {
 		fd = openat(dirfd, path, O_PATH | O_CLOEXEC |
 			    (flags & FSNW_WATCH_DONT_FOLLOW ? O_NOFOLLOW : 0));
-		w->st.sys_other++;
+		t->other++;
 		if (fd < 0)
 			return -errno;
 	}
-	w->st.sys_other++;
+	t->other++;
 	if (fstatfs(fd, &sfs) < 0) {
 		ret = -errno;
 		goto out;
 	}
 	memcpy(fsid, &sfs.f_fsid, FSID_LEN);
+	pthread_mutex_lock(&f->lock);
 	*out = fs_by_fsid(f, fsid);
 	if (!*out)
-		ret = fs_new(w, fsid, fd, isdir, dirfd, path, out);
+		ret = fs_new(f, fsid, fd, isdir, dirfd, path, out, t);
 	if (ret == 0 && mnt) {
 		m = mem_realloc(f->mnt, (f->nmnt + 1) * sizeof(*m));
 		if (m) { /* without room we only statfs again next time */
 			f->mnt = m;
 			f->mnt[f->nmnt].id = mnt;
-			f->mnt[f->nmnt].fs = (size_t)(*out - f->fs);
+			f->mnt[f->nmnt].fs = *out;
 			f->nmnt++;
 		}
 	}
+	pthread_mutex_unlock(&f->lock);
 out:
 	if (fd != objfd)
-		close_counted(w, fd);
+		close_counted(fd, t);
 	return ret;
 }
 
@@ -421,7 +461,7 @@ static uint64_t fan_mask(uint32_t mask, bool isdir)
 }
 
 static int fan_mark(struct fsnw *w, int dirfd, const char *path, uint32_t mask, uint32_t flags,
-		    int replace, struct kkey *key)
+		    int replace, struct kkey *key, struct sys_tally *t)
 {
 	int oflags = O_PATH | O_CLOEXEC | (flags & FSNW_WATCH_DONT_FOLLOW ? O_NOFOLLOW : 0);
 	struct fan_fs *fs;
@@ -439,20 +479,20 @@ static int fan_mark(struct fsnw *w, int dirfd, const char *path, uint32_t mask, 
 	 * most of what is watched, and their mark takes directory bits.
 	 */
 	fd = openat(dirfd, path, oflags | O_DIRECTORY);
-	w->st.sys_other++;
+	t->other++;
 	if (fd < 0 && errno == ENOTDIR && !(flags & FSNW_WATCH_ONLYDIR)) {
 		isdir = false;
 		fd = openat(dirfd, path, oflags);
-		w->st.sys_other++;
+		t->other++;
 	}
 	if (fd < 0)
 		return -errno;
-	ret = get_handle(w, fd, "", AT_EMPTY_PATH, &h, &mnt);
+	ret = get_handle(w, fd, "", AT_EMPTY_PATH, &h, &mnt, t);
 	if (ret == 0)
-		ret = fs_of(w, mnt, fd, isdir, dirfd, path, flags, &fs);
+		ret = fs_of(w, mnt, fd, isdir, dirfd, path, flags, &fs, t);
 	if (ret == 0)
-		ret = mark_fd(w, FAN_MARK_ADD, fan_mask(mask, isdir), fd, isdir);
-	close_counted(w, fd);
+		ret = mark_fd(w, FAN_MARK_ADD, fan_mask(mask, isdir), fd, isdir, t);
+	close_counted(fd, t);
 	if (ret < 0)
 		return ret;
 	make_key(fs, &h, key);
@@ -461,33 +501,37 @@ static int fan_mark(struct fsnw *w, int dirfd, const char *path, uint32_t mask, 
 }
 
 static int fan_identify(struct fsnw *w, int dirfd, const char *path, uint32_t flags,
-			struct kkey *key)
+			struct kkey *key, struct sys_tally *t)
 {
 	struct fan *f = w->be_state;
+	struct fan_fs *fs = NULL;
 	struct fh_buf h;
 	uint64_t mnt;
 	int ret;
 
 	/* Only on a mount seen before: a first sight needs mark's fd anyway
 	 * (and without unique mount ids, a statfs would eat the saving). */
-	if (f->no_unique_mnt)
+	if (atomic_load(&f->no_unique_mnt))
 		return -EOPNOTSUPP;
 	ret = get_handle(w, dirfd, path, flags & FSNW_WATCH_DONT_FOLLOW ? 0 : AT_SYMLINK_FOLLOW,
-			 &h, &mnt);
+			 &h, &mnt, t);
 	if (ret < 0)
 		return ret;
-	for (size_t i = 0; i < f->nmnt; i++) {
-		if (f->mnt[i].id == mnt) {
-			make_key(&f->fs[f->mnt[i].fs], &h, key);
-			return 0;
-		}
-	}
-	return -ENOENT;
+	pthread_mutex_lock(&f->lock);
+	for (size_t i = 0; i < f->nmnt && !fs; i++)
+		if (f->mnt[i].id == mnt)
+			fs = f->mnt[i].fs;
+	pthread_mutex_unlock(&f->lock);
+	if (!fs)
+		return -ENOENT;
+	make_key(fs, &h, key);
+	return 0;
 }
 
 static int fan_cover(struct fsnw *w, int dirfd, const char *path, uint32_t mask, uint32_t flags,
-		     struct kkey *key, struct kkey *fskey)
+		     struct kkey *key, struct kkey *fskey, struct sys_tally *t)
 {
+	struct fan *f = w->be_state;
 	struct fan_fs *fs;
 	struct fh_buf h;
 	uint64_t mnt, want;
@@ -496,26 +540,30 @@ static int fan_cover(struct fsnw *w, int dirfd, const char *path, uint32_t mask,
 	/* No fd needed: there is no mark of this directory's own to keep
 	 * consistent with its handle. */
 	ret = get_handle(w, dirfd, path, flags & FSNW_WATCH_DONT_FOLLOW ? 0 : AT_SYMLINK_FOLLOW,
-			 &h, &mnt);
+			 &h, &mnt, t);
 	if (ret == 0)
-		ret = fs_of(w, mnt, -1, true, dirfd, path, flags, &fs);
+		ret = fs_of(w, mnt, -1, true, dirfd, path, flags, &fs, t);
 	if (ret < 0)
 		return ret;
-	if (fs->no_cover)
-		return -EOPNOTSUPP;
 	/* The kernel adds what a filesystem mark needs to report names. */
 	want = fan_mask(mask, true) & ~(uint64_t)FAN_EVENT_ON_CHILD;
-	if ((fs->fsmask & want) != want) {
-		ret = mark_fd(w, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, want, fs->mntfd, true);
-		if (ret < 0) {
+	/* The filesystem's mark state changes under f->lock, syscall included:
+	 * widening it is rare, and two threads must not race to record it. */
+	pthread_mutex_lock(&f->lock);
+	if (fs->no_cover) {
+		ret = -EOPNOTSUPP;
+	} else if ((fs->fsmask & want) != want) {
+		ret = mark_fd(w, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, want, fs->mntfd, true, t);
+		if (ret == 0)
+			fs->fsmask |= want;
+		else if (!fs->fsmask)
 			/* Not on this filesystem (no fsid, a btrfs subvolume, ...):
 			 * its directories get marks of their own from now on. */
-			if (!fs->fsmask)
-				fs->no_cover = true;
-			return ret;
-		}
-		fs->fsmask |= want;
+			fs->no_cover = true;
 	}
+	pthread_mutex_unlock(&f->lock);
+	if (ret < 0)
+		return ret;
 	make_key(fs, &h, key);
 	memset(fskey, 0, offsetof(struct kkey, bytes));
 	fskey->wd = -1;
@@ -524,9 +572,10 @@ static int fan_cover(struct fsnw *w, int dirfd, const char *path, uint32_t mask,
 	return 0;
 }
 
-static int fan_unmark(struct fsnw *w, const struct kwatch *kw)
+static int fan_unmark(struct fsnw *w, const struct kwatch *kw, struct sys_tally *t)
 {
-	struct fan_fs *fs = kw->keylen >= FSID_LEN ? fs_by_fsid(w->be_state, kw->key) : NULL;
+	struct fan *f = w->be_state;
+	struct fan_fs *fs = fs_of_key(f, kw->key, kw->keylen);
 	bool isdir = !(kw->bflags & KKEY_NONDIR);
 	struct fh_buf h;
 	uint32_t hbytes;
@@ -535,9 +584,11 @@ static int fan_unmark(struct fsnw *w, const struct kwatch *kw)
 	if (!fs)
 		return 0; /* never marked through us */
 	if (kw->keylen == FSID_LEN) {
+		pthread_mutex_lock(&f->lock);
 		ret = mark_fd(w, FAN_MARK_REMOVE | FAN_MARK_FILESYSTEM, FAN_ALL_OURS, fs->mntfd,
-			      true);
+			      true, t);
 		fs->fsmask = 0;
+		pthread_mutex_unlock(&f->lock);
 		return ret == -ENOENT ? 0 : ret;
 	}
 	if (kw->keylen < FSID_LEN + sizeof(h.fh))
@@ -547,12 +598,12 @@ static int fan_unmark(struct fsnw *w, const struct kwatch *kw)
 		return -EINVAL;
 	memcpy(&h, kw->key + FSID_LEN, kw->keylen - FSID_LEN);
 	fd = open_by_handle_at(fs->mntfd, &h.fh, O_PATH | O_CLOEXEC);
-	w->st.sys_open_by_handle_at++;
+	t->open_by_handle_at++;
 	if (fd < 0) /* ESTALE: the object is gone, and with it the mark */
 		return errno == ESTALE || errno == ENOENT ? 0 : -errno;
 	ret = mark_fd(w, FAN_MARK_REMOVE, isdir ? FAN_ALL_OURS : FAN_ALL_OURS & ~(uint64_t)FAN_DIRONLY,
-		      fd, isdir);
-	close_counted(w, fd);
+		      fd, isdir, t);
+	close_counted(fd, t);
 	/* ENOENT: no such mark, the kernel dropped it first. */
 	return ret == -ENOENT ? 0 : ret;
 }

@@ -57,7 +57,7 @@ static void inotify_fini(struct fsnw *w)
 }
 
 static int inotify_mark(struct fsnw *w, int dirfd, const char *path, uint32_t mask,
-			uint32_t flags, int replace, struct kkey *key)
+			uint32_t flags, int replace, struct kkey *key, struct sys_tally *t)
 {
 	uint32_t m = (mask & FSNW_ALL_EVENTS) |
 		     (flags & (FSNW_WATCH_ONLYDIR | FSNW_WATCH_DONT_FOLLOW | FSNW_WATCH_EXCL_UNLINK));
@@ -69,7 +69,7 @@ static int inotify_mark(struct fsnw *w, int dirfd, const char *path, uint32_t ma
 	if (!replace)
 		m |= IN_MASK_ADD;
 	wd = inotify_add_watch(w->kfd, path, m);
-	w->st.sys_inotify_add_watch++;
+	t->inotify_add_watch++;
 	if (wd < 0)
 		return -errno;
 	key->wd = wd;
@@ -78,11 +78,11 @@ static int inotify_mark(struct fsnw *w, int dirfd, const char *path, uint32_t ma
 	return 0;
 }
 
-static int inotify_unmark(struct fsnw *w, const struct kwatch *kw)
+static int inotify_unmark(struct fsnw *w, const struct kwatch *kw, struct sys_tally *t)
 {
 	int ret = inotify_rm_watch(w->kfd, kw->wd);
 
-	w->st.sys_inotify_rm_watch++;
+	t->inotify_rm_watch++;
 	/* EINVAL: the kernel dropped the watch first (its IN_IGNORED is on the
 	 * way). Not an error to anyone. */
 	if (ret < 0 && errno != EINVAL)

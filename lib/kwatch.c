@@ -101,9 +101,12 @@ static void kwatch_remove(struct fsnw *w, struct kwatch *kw)
 	if (kw->marked) {
 		uint64_t t0 = stats_start(w);
 
+		struct sys_tally tally = { 0 };
+
 		/* A failure leaves a mark the kernel will drop at close; the
 		 * table must forget the watch either way. */
-		(void)w->be->unmark(w, kw);
+		(void)w->be->unmark(w, kw, &tally);
+		sys_tally_fold(w, &tally);
 		stats_end(w, &w->st.lat_kernel_unmark, t0);
 		PROBE2(unmark, kw->wd, kw->kmask);
 		w->kwatches.unmarks++;
@@ -212,12 +215,14 @@ void kwatch_undo(struct fsnw *w, struct link *l)
 static void clear_excl_unlink(struct fsnw *w, struct kwatch *kw, int dirfd, const char *path,
 			      uint32_t kmask, uint32_t flags)
 {
+	struct sys_tally tally = { 0 };
 	struct kkey again;
 	uint64_t t0 = stats_start(w);
 	int ret;
 
 	ret = w->be->mark(w, dirfd, path, kw->kmask | kmask, flags & ~FSNW_WATCH_EXCL_UNLINK, 1,
-			  &again);
+			  &again, &tally);
+	sys_tally_fold(w, &tally);
 	stats_end(w, &w->st.lat_kernel_mark, t0);
 	/* If the path moved to another object meanwhile, the flag stays: the
 	 * cost is events from unlinked children, never a lost event. */
@@ -233,9 +238,15 @@ static void clear_excl_unlink(struct fsnw *w, struct kwatch *kw, int dirfd, cons
 static bool marked_already(struct fsnw *w, int dirfd, const char *path, uint32_t kmask,
 			   uint32_t flags, struct kkey *key)
 {
+	struct sys_tally tally = { 0 };
 	struct kwatch *kw;
+	int ret;
 
-	if (!w->be->identify || w->be->identify(w, dirfd, path, flags, key) < 0)
+	if (!w->be->identify)
+		return false;
+	ret = w->be->identify(w, dirfd, path, flags, key, &tally);
+	sys_tally_fold(w, &tally);
+	if (ret < 0)
 		return false;
 	kw = kwatch_find(&w->kwatches, key->bytes, key->len);
 	if (!kw || !kw->marked || kw->dropped || (kw->kmask & kmask) != kmask ||
@@ -254,7 +265,10 @@ int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uin
 	if (marked_already(w, dirfd, path, kmask, flags, key))
 		return 0;
 	for (;;) {
-		ret = w->be->mark(w, dirfd, path, kmask, flags, 0, key);
+		struct sys_tally tally = { 0 };
+
+		ret = w->be->mark(w, dirfd, path, kmask, flags, 0, key, &tally);
+		sys_tally_fold(w, &tally);
 		if (ret != -ENOSPC || !t->nparked)
 			break;
 		/* Parked watches count against the kernel's watch limit: give
@@ -270,6 +284,7 @@ int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uin
 void kwatch_unmark_new(struct fsnw *w, const struct kkey *key)
 {
 	struct kwatch *kw = kwatch_find(&w->kwatches, key->bytes, key->len);
+	struct sys_tally tally = { 0 };
 	union {
 		struct kwatch kw;
 		unsigned char bytes[sizeof(struct kwatch) + KKEY_MAX];
@@ -286,7 +301,8 @@ void kwatch_unmark_new(struct fsnw *w, const struct kkey *key)
 	memcpy(tmp.kw.key, key->bytes, key->len);
 	/* Failing, it leaves a mark nothing links to; the kernel drops it at
 	 * close, and its events are dropped as stale meanwhile. */
-	(void)w->be->unmark(w, &tmp.kw);
+	(void)w->be->unmark(w, &tmp.kw, &tally);
+	sys_tally_fold(w, &tally);
 	w->kwatches.unmarks++;
 }
 
@@ -448,9 +464,15 @@ int kwatch_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
 	int ret;
 
 	/* A backend that cannot cover this directory has it marked instead. */
-	if ((flags & FSNW_WATCH_TREE) && w->be->cover &&
-	    w->be->cover(w, dirfd, path, kmask, flags, &key, &fskey) == 0)
-		return link_covered(w, lw, &key, &fskey, dirfd, path, kmask, flags, linkpath, out);
+	if ((flags & FSNW_WATCH_TREE) && w->be->cover) {
+		struct sys_tally tally = { 0 };
+
+		ret = w->be->cover(w, dirfd, path, kmask, flags, &key, &fskey, &tally);
+		sys_tally_fold(w, &tally);
+		if (ret == 0)
+			return link_covered(w, lw, &key, &fskey, dirfd, path, kmask, flags,
+					    linkpath, out);
+	}
 	ret = kwatch_mark(w, dirfd, path, kmask, flags, &key, stats_start(w));
 	if (ret < 0)
 		return ret;

@@ -60,6 +60,17 @@ static inline void stats_end(const struct fsnw *w, struct fsnw_histogram *h, uin
 		stats_hist_add(h, stats_ticks_to_ns(w, stats_ticks(w) - t0));
 }
 
+/* Add what a mark operation made (lock held). */
+static inline void sys_tally_fold(struct fsnw *w, const struct sys_tally *t)
+{
+	w->st.sys_inotify_add_watch += t->inotify_add_watch;
+	w->st.sys_inotify_rm_watch += t->inotify_rm_watch;
+	w->st.sys_fanotify_mark += t->fanotify_mark;
+	w->st.sys_name_to_handle_at += t->name_to_handle_at;
+	w->st.sys_open_by_handle_at += t->open_by_handle_at;
+	w->st.sys_other += t->other;
+}
+
 /* Fill a full snapshot (lock held). */
 void stats_snapshot(const struct fsnw *w, struct fsnw_stats *out);
 /* Write a snapshot as JSON with snprintf rules. */
