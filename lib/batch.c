@@ -26,6 +26,8 @@ static size_t add_items(struct fsnw *w, struct fsnw_batch_item *items, size_t n,
 
 		if (ret == 0)
 			ret = watches_add(w, items[i].path, mask, flags, &added[i]);
+		if (ret == 0)
+			added[i]->in_batch = true;
 		items[i].result = ret;
 		if (ret < 0 && atomic)
 			return i;
@@ -49,7 +51,12 @@ FSNW_EXPORT int fsnw_add_batch(struct fsnw *w, struct fsnw_batch_item *items, si
 			return -ENOMEM;
 	}
 	pthread_mutex_lock(&w->lock);
+	kwatch_batch(&w->kwatches, true);
 	failed = add_items(w, items, n, added, atomic);
+	kwatch_batch(&w->kwatches, false);
+	for (i = 0; i < n; i++)
+		if (added[i])
+			added[i]->in_batch = false;
 	engine_settle(w);
 	/* An object that went during the add fails its item, and an atomic
 	 * batch at that item, as if the add itself had failed there. */

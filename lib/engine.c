@@ -183,6 +183,7 @@ size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *e
 	ret = engine_drain(w, DRAIN_TIMED);
 	n = queue_pop(w->q, evs, max);
 	watches_reap(w, evs, n);
+	kwatch_flush(w); /* a oneshot or dropped watch may have doomed a mark */
 	sync_ready(w);
 	*err = ret < 0 ? ret : 0;
 	return n;
@@ -190,8 +191,11 @@ size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *e
 
 void engine_end_call(struct fsnw *w)
 {
-	if (kwatch_unread_unmarks(&w->kwatches) >= UNREAD_IGNORED_MAX)
+	kwatch_flush(w);
+	if (kwatch_unread_unmarks(&w->kwatches) >= UNREAD_IGNORED_MAX) {
 		(void)engine_drain(w, 0); /* an error here is the next read's to report */
+		kwatch_flush(w);
+	}
 	sync_ready(w);
 }
 

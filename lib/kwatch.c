@@ -2,6 +2,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <string.h>
 
 #include "handle.h"
@@ -9,6 +10,12 @@
 #include "mem.h"
 #include "probes.h"
 #include "stats.h"
+
+/* A mark whose key may be dead is made again; a storm of drops cannot keep
+ * an add here for ever. */
+#define MARK_TRIES 8
+/* Unmarks made per dropping of the lock; the rest wait for the next round. */
+#define FLUSH_BATCH 64
 
 /* A wd is its own good hash input; handles are hashed whole. */
 static uint64_t key_hash(const unsigned char *key, size_t len)
@@ -27,6 +34,7 @@ void kwatch_table_init(struct kwatches *t, size_t idle_max)
 	memset(t, 0, sizeof(*t));
 	htab_init(&t->by_key);
 	list_init(&t->idle);
+	list_init(&t->doomed);
 	list_init(&t->pending);
 	t->idle_max = idle_max;
 }
@@ -75,8 +83,41 @@ void kwatch_table_fini(struct kwatches *t)
 	kwatch_table_init(t, 0);
 }
 
+/* ----- the lock around kernel calls ----- */
+
+/* Drop the handle's lock for a kernel call, unless a tree walk holds it.
+ * Returns whether it was dropped, for relock. */
+static bool unlock_for_call(struct fsnw *w)
+{
+	if (w->kwatches.hold_lock)
+		return false;
+	pthread_mutex_unlock(&w->lock);
+	return true;
+}
+
+static void relock(struct fsnw *w, bool dropped)
+{
+	if (dropped)
+		pthread_mutex_lock(&w->lock);
+}
+
+static int mark_call(struct fsnw *w, int dirfd, const char *path, uint32_t kmask,
+		     uint32_t flags, int replace, struct kkey *key)
+{
+	struct sys_tally tally = { 0 };
+	bool dropped = unlock_for_call(w);
+	int ret = w->be->mark(w, dirfd, path, kmask, flags, replace, key, &tally);
+
+	relock(w, dropped);
+	sys_tally_fold(w, &tally);
+	return ret;
+}
+
+/* ----- states ----- */
+
 static void cover_put(struct fsnw *w, struct kwatch *fs);
 
+/* Out of the table and freed. */
 static void kwatch_forget(struct fsnw *w, struct kwatch *kw)
 {
 	struct kwatches *t = &w->kwatches;
@@ -84,9 +125,11 @@ static void kwatch_forget(struct fsnw *w, struct kwatch *kw)
 
 	assert(!kw->nlinks && !kw->pins);
 	htab_remove(&t->by_key, &kw->node);
-	if (kw->parked) {
+	if (kw->state == KW_PARKED) {
 		list_del(&kw->lru);
 		t->nparked--;
+	} else if (kw->state == KW_DOOMED) {
+		list_del(&kw->lru);
 	}
 	if (kw->fsmark)
 		t->nfsmarks--;
@@ -95,37 +138,44 @@ static void kwatch_forget(struct fsnw *w, struct kwatch *kw)
 		cover_put(w, fs);
 }
 
-/* Remove the kernel mark (when it has one of its own) and the kernel watch. */
-static void kwatch_remove(struct fsnw *w, struct kwatch *kw)
+/* Out of the idle cache or off the doomed list: in use again. */
+static void kwatch_take_back(struct fsnw *w, struct kwatch *kw)
 {
-	if (kw->marked) {
-		uint64_t t0 = stats_start(w);
-
-		struct sys_tally tally = { 0 };
-
-		/* A failure leaves a mark the kernel will drop at close; the
-		 * table must forget the watch either way. */
-		(void)w->be->unmark(w, kw, &tally);
-		sys_tally_fold(w, &tally);
-		stats_end(w, &w->st.lat_kernel_unmark, t0);
-		PROBE2(unmark, kw->wd, kw->kmask);
-		w->kwatches.unmarks++;
+	if (kw->state == KW_PARKED) {
+		list_del(&kw->lru);
+		w->kwatches.nparked--;
+	} else if (kw->state == KW_DOOMED) {
+		list_del(&kw->lru);
 	}
-	kwatch_forget(w, kw);
+	kw->state = KW_LIVE;
+}
+
+/* Remove the kernel watch: its mark (when it has one of its own) goes at
+ * the next flush; a covered directory just goes. */
+static void kwatch_doom(struct fsnw *w, struct kwatch *kw)
+{
+	if (kw->state == KW_PARKED)
+		kwatch_take_back(w, kw);
+	if (!kw->marked) {
+		kwatch_forget(w, kw);
+		return;
+	}
+	kw->state = KW_DOOMED;
+	list_add_tail(&kw->lru, &w->kwatches.doomed);
 }
 
 /* A covered kernel watch went: the last one takes the filesystem mark along. */
 static void cover_put(struct fsnw *w, struct kwatch *fs)
 {
 	if (--fs->ncovered == 0)
-		kwatch_remove(w, fs);
+		kwatch_doom(w, fs);
 }
 
 static void kwatch_park(struct fsnw *w, struct kwatch *kw)
 {
 	struct kwatches *t = &w->kwatches;
 
-	kw->parked = true;
+	kw->state = KW_PARKED;
 	list_add(&kw->lru, &t->idle);
 	t->nparked++;
 	w->st.idle_parks++;
@@ -133,29 +183,21 @@ static void kwatch_park(struct fsnw *w, struct kwatch *kw)
 		struct kwatch *old = list_last(&t->idle, struct kwatch, lru);
 
 		w->st.idle_evictions++;
-		kwatch_remove(w, old);
+		kwatch_doom(w, old);
 	}
 }
 
-static void kwatch_revive(struct fsnw *w, struct kwatch *kw)
-{
-	list_del(&kw->lru);
-	kw->parked = false;
-	w->kwatches.nparked--;
-	w->st.idle_revives++;
-}
-
-/* A kernel watch nobody uses: park it, remove it, or (dropped) just free it. */
+/* A kernel watch nobody uses: park it, doom it, or (dropped) just free it. */
 static void kwatch_unused(struct fsnw *w, struct kwatch *kw, bool park)
 {
-	if (kw->nlinks || kw->pins || kw->parked)
+	if (kw->nlinks || kw->pins || kw->state != KW_LIVE)
 		return;
 	if (kw->dropped)
 		kwatch_forget(w, kw);
 	else if (park && w->kwatches.idle_max)
 		kwatch_park(w, kw);
 	else
-		kwatch_remove(w, kw);
+		kwatch_doom(w, kw);
 }
 
 void kwatch_unpin(struct fsnw *w, struct kwatch *kw, bool park)
@@ -163,6 +205,265 @@ void kwatch_unpin(struct fsnw *w, struct kwatch *kw, bool park)
 	assert(kw->pins > 0);
 	kw->pins--;
 	kwatch_unused(w, kw, park);
+}
+
+/* Unmark up to FLUSH_BATCH doomed kernel watches in one dropping of the lock. */
+static void flush_some(struct fsnw *w)
+{
+	struct kwatches *t = &w->kwatches;
+	struct kwatch *batch[FLUSH_BATCH];
+	uint64_t took[FLUSH_BATCH];
+	struct sys_tally tally = { 0 };
+	size_t n = 0;
+	bool dropped;
+
+	while (n < FLUSH_BATCH && !list_empty(&t->doomed)) {
+		struct kwatch *kw = list_first(&t->doomed, struct kwatch, lru);
+
+		list_del(&kw->lru);
+		kw->state = KW_UNMARKING;
+		atomic_store_explicit(&kw->unmark_done, false, memory_order_relaxed);
+		kw->pins++; /* ours until the call is over */
+		batch[n++] = kw;
+	}
+	dropped = unlock_for_call(w);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t t0 = stats_start(w);
+
+		/* A failure leaves a mark the kernel drops at close, whose
+		 * events are dropped as stale meanwhile; the table forgets
+		 * the watch either way. */
+		(void)w->be->unmark(w, batch[i], &tally);
+		took[i] = t0 ? stats_ticks(w) - t0 : 0;
+		atomic_store_explicit(&batch[i]->unmark_done, true, memory_order_release);
+	}
+	relock(w, dropped);
+	sys_tally_fold(w, &tally);
+	t->unmarks += n;
+	for (size_t i = 0; i < n; i++) {
+		struct kwatch *kw = batch[i];
+
+		if (took[i])
+			stats_hist_add(&w->st.lat_kernel_unmark, stats_ticks_to_ns(w, took[i]));
+		PROBE2(unmark, kw->wd, kw->kmask);
+		kw->pins--;
+		/* An add took the record over with a new mark: it lives on.
+		 * Otherwise it goes, and a mark some add made meanwhile may
+		 * have landed on it: that add checks (drop_gen). */
+		if (kw->state == KW_UNMARKING) {
+			kwatch_note_drop(t);
+			kwatch_forget(w, kw);
+		} else
+			kwatch_unused(w, kw, true);
+	}
+}
+
+void kwatch_flush(struct fsnw *w)
+{
+	while (!list_empty(&w->kwatches.doomed))
+		flush_some(w);
+}
+
+/*
+ * A mark of ours returned the key of a record whose unmark runs now: the
+ * mark may have landed on the one being removed. Wait until the unmark has
+ * returned (the lock dropped meanwhile where allowed: the record may then
+ * be freed, so it is looked up again). Returns the serial of the record
+ * seen finished, or 0 if it went: a mark made after this returns is new,
+ * and may take that record over.
+ */
+static uint64_t wait_unmarked(struct fsnw *w, const struct kkey *key)
+{
+	for (;;) {
+		struct kwatch *kw = kwatch_find(&w->kwatches, key->bytes, key->len);
+		bool dropped;
+
+		if (!kw || kw->state != KW_UNMARKING)
+			return 0;
+		if (atomic_load_explicit(&kw->unmark_done, memory_order_acquire))
+			return kw->serial;
+		dropped = unlock_for_call(w);
+		sched_yield();
+		relock(w, dropped);
+	}
+}
+
+/*
+ * Whether a mark that returned key may stand: the record of key, if any, is
+ * not an unmark in progress unless one we saw finish before the mark began
+ * (*waited), which the link then takes over. Otherwise waits, and the
+ * caller marks again.
+ */
+static bool mark_stands(struct fsnw *w, const struct kkey *key, uint64_t *waited)
+{
+	struct kwatch *kw = kwatch_find(&w->kwatches, key->bytes, key->len);
+
+	if (!kw || kw->state != KW_UNMARKING || (*waited && kw->serial == *waited))
+		return true;
+	*waited = wait_unmarked(w, key);
+	return false;
+}
+
+/* ----- marking ----- */
+
+/*
+ * Where a key can be learnt without a mark (fanotify: a file handle), an
+ * object we mark already for all of kmask needs no kernel call: a shared or
+ * parked watch then costs one lookup, as inotify's one add_watch.
+ */
+static bool marked_already(struct fsnw *w, int dirfd, const char *path, uint32_t kmask,
+			   uint32_t flags, struct kkey *key)
+{
+	struct sys_tally tally = { 0 };
+	struct kwatch *kw;
+	bool dropped;
+	int ret;
+
+	if (!w->be->identify)
+		return false;
+	dropped = unlock_for_call(w);
+	ret = w->be->identify(w, dirfd, path, flags, key, &tally);
+	relock(w, dropped);
+	sys_tally_fold(w, &tally);
+	if (ret < 0)
+		return false;
+	kw = kwatch_find(&w->kwatches, key->bytes, key->len);
+	if (!kw || !kw->marked || kw->dropped || kw->state == KW_UNMARKING ||
+	    (kw->kmask & kmask) != kmask ||
+	    ((flags & FSNW_WATCH_ONLYDIR) && (kw->bflags & KKEY_NONDIR)))
+		return false;
+	key->bflags = kw->bflags;
+	return true;
+}
+
+/* Make room under the kernel's watch limit: give back the oldest parked watch. */
+static bool evict_one(struct fsnw *w)
+{
+	struct kwatches *t = &w->kwatches;
+
+	if (!t->nparked)
+		return false;
+	w->st.idle_evictions++;
+	kwatch_doom(w, list_last(&t->idle, struct kwatch, lru));
+	kwatch_flush(w);
+	return true;
+}
+
+int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
+		struct kkey *key, uint64_t t0)
+{
+	struct kwatches *t = &w->kwatches;
+	uint64_t waited = 0;
+	int ret, tries = 0;
+
+	if (marked_already(w, dirfd, path, kmask, flags, key))
+		return 0;
+	for (;;) {
+		uint64_t gen = t->drop_gen;
+		struct kwatch *kw;
+
+		ret = mark_call(w, dirfd, path, kmask, flags, 0, key);
+		/* Parked watches count against the kernel's watch limit. */
+		if (ret == -ENOSPC && evict_one(w))
+			continue;
+		if (ret < 0)
+			break;
+		if (!mark_stands(w, key, &waited))
+			continue;
+		/* A dead mark's key, or an unknown key while marks were
+		 * dropped: mark again to learn whether ours lives. */
+		kw = kwatch_find(t, key->bytes, key->len);
+		if (((kw && kw->dropped) || (!kw && gen != t->drop_gen)) && ++tries < MARK_TRIES)
+			continue;
+		if (kw && kw->dropped)
+			ret = -ENOENT;
+		break;
+	}
+	stats_end(w, &w->st.lat_kernel_mark, t0);
+	PROBE2(mark, ret, kmask);
+	return ret;
+}
+
+void kwatch_unmark_new(struct fsnw *w, const struct kkey *key)
+{
+	struct kwatch *kw = kwatch_find(&w->kwatches, key->bytes, key->len);
+	struct sys_tally tally = { 0 };
+	union {
+		struct kwatch kw;
+		unsigned char bytes[sizeof(struct kwatch) + KKEY_MAX];
+	} tmp;
+	bool dropped;
+
+	/* A mark on an object we already mark is somebody's: leave it. (A
+	 * covered directory had none: this one is new.) */
+	if (kw && kw->marked)
+		return;
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.kw.wd = key->wd;
+	tmp.kw.bflags = key->bflags;
+	tmp.kw.keylen = key->len;
+	memcpy(tmp.kw.key, key->bytes, key->len);
+	dropped = unlock_for_call(w);
+	/* Failing, it leaves a mark nothing links to; the kernel drops it at
+	 * close, and its events are dropped as stale meanwhile. */
+	(void)w->be->unmark(w, &tmp.kw, &tally);
+	relock(w, dropped);
+	sys_tally_fold(w, &tally);
+	w->kwatches.unmarks++;
+}
+
+/* A new kernel watch in the table; the caller has reserved room. */
+static struct kwatch *kwatch_new(struct fsnw *w, const struct kkey *key, uint32_t flags)
+{
+	struct kwatch *kw = mem_zalloc(sizeof(*kw) + key->len);
+
+	if (!kw)
+		return NULL;
+	list_init(&kw->links);
+	list_init(&kw->lru);
+	kw->state = KW_LIVE;
+	kw->wd = key->wd;
+	kw->bflags = key->bflags;
+	kw->keylen = key->len;
+	memcpy(kw->key, key->bytes, key->len);
+	kw->excl_unlink = w->be->excl_unlink && (flags & FSNW_WATCH_EXCL_UNLINK);
+	kw->serial = ++w->kwatches.serial;
+	htab_insert(&w->kwatches.by_key, &kw->node, key_hash(kw->key, kw->keylen));
+	return kw;
+}
+
+/*
+ * The record of an unmark that has returned, whose key a new mark of ours
+ * came back with (fanotify: keys name objects): it is that new mark's now.
+ * The unmarker, taking the lock again, finds it no longer UNMARKING.
+ */
+static void take_over(struct fsnw *w, struct kwatch *kw, uint32_t flags)
+{
+	assert(kw->state == KW_UNMARKING && atomic_load(&kw->unmark_done));
+	kw->serial = ++w->kwatches.serial;
+	kw->state = KW_LIVE;
+	kw->dropped = false;
+	kw->kmask = 0;
+	kw->excl_unlink = w->be->excl_unlink && (flags & FSNW_WATCH_EXCL_UNLINK);
+}
+
+/* A link for lw: its own for a plain watch's first, else allocated. */
+static struct link *link_new(struct watch *lw)
+{
+	struct link *l;
+
+	if (lw->tree || lw->nlinks)
+		return mem_zalloc(sizeof(*l));
+	l = &lw->own;
+	memset(l, 0, sizeof(*l));
+	l->embedded = true;
+	return l;
+}
+
+static void link_free_unused(struct link *l)
+{
+	if (l && !l->embedded)
+		mem_free(l);
 }
 
 static void link_unlink(struct fsnw *w, struct link *l)
@@ -196,11 +497,11 @@ void kwatch_undo(struct fsnw *w, struct link *l)
 	bool was_parked = l->origin == LINK_REVIVED;
 
 	link_unlink(w, l);
-	if (kw->nlinks || kw->pins || kw->parked)
+	if (kw->nlinks || kw->pins || kw->state != KW_LIVE)
 		return;
 	if (!kw->dropped && was_parked && t->idle_max) {
 		/* Back into the cache: the revive it made is taken back. */
-		kw->parked = true;
+		kw->state = KW_PARKED;
 		list_add(&kw->lru, &t->idle);
 		t->nparked++;
 		return;
@@ -211,18 +512,22 @@ void kwatch_undo(struct fsnw *w, struct link *l)
 /*
  * An existing kernel watch joined by a watch that does not want
  * IN_EXCL_UNLINK must lose the flag, which only a replacing add can do.
+ * The replace sets the whole mask: bits another thread's add brought
+ * meanwhile are added back after it. kw is pinned by the caller.
  */
 static void clear_excl_unlink(struct fsnw *w, struct kwatch *kw, int dirfd, const char *path,
 			      uint32_t kmask, uint32_t flags)
 {
-	struct sys_tally tally = { 0 };
+	uint32_t want = kw->kmask | kmask;
 	struct kkey again;
 	uint64_t t0 = stats_start(w);
 	int ret;
 
-	ret = w->be->mark(w, dirfd, path, kw->kmask | kmask, flags & ~FSNW_WATCH_EXCL_UNLINK, 1,
-			  &again, &tally);
-	sys_tally_fold(w, &tally);
+	ret = mark_call(w, dirfd, path, want, flags & ~FSNW_WATCH_EXCL_UNLINK, 1, &again);
+	for (int i = 0; ret == 0 && (kw->kmask & ~want) && i < MARK_TRIES; i++) {
+		want |= kw->kmask;
+		ret = mark_call(w, dirfd, path, want, flags & ~FSNW_WATCH_EXCL_UNLINK, 0, &again);
+	}
 	stats_end(w, &w->st.lat_kernel_mark, t0);
 	/* If the path moved to another object meanwhile, the flag stays: the
 	 * cost is events from unlinked children, never a lost event. */
@@ -230,143 +535,42 @@ static void clear_excl_unlink(struct fsnw *w, struct kwatch *kw, int dirfd, cons
 		kw->excl_unlink = false;
 }
 
-/*
- * Where a key can be learnt without a mark (fanotify: a file handle), an
- * object we mark already for all of kmask needs no kernel call: a shared or
- * parked watch then costs one lookup, as inotify's one add_watch.
- */
-static bool marked_already(struct fsnw *w, int dirfd, const char *path, uint32_t kmask,
-			   uint32_t flags, struct kkey *key)
-{
-	struct sys_tally tally = { 0 };
-	struct kwatch *kw;
-	int ret;
-
-	if (!w->be->identify)
-		return false;
-	ret = w->be->identify(w, dirfd, path, flags, key, &tally);
-	sys_tally_fold(w, &tally);
-	if (ret < 0)
-		return false;
-	kw = kwatch_find(&w->kwatches, key->bytes, key->len);
-	if (!kw || !kw->marked || kw->dropped || (kw->kmask & kmask) != kmask ||
-	    ((flags & FSNW_WATCH_ONLYDIR) && (kw->bflags & KKEY_NONDIR)))
-		return false;
-	key->bflags = kw->bflags;
-	return true;
-}
-
-int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
-		struct kkey *key, uint64_t t0)
-{
-	struct kwatches *t = &w->kwatches;
-	int ret;
-
-	if (marked_already(w, dirfd, path, kmask, flags, key))
-		return 0;
-	for (;;) {
-		struct sys_tally tally = { 0 };
-
-		ret = w->be->mark(w, dirfd, path, kmask, flags, 0, key, &tally);
-		sys_tally_fold(w, &tally);
-		if (ret != -ENOSPC || !t->nparked)
-			break;
-		/* Parked watches count against the kernel's watch limit: give
-		 * the oldest back rather than fail the caller. */
-		w->st.idle_evictions++;
-		kwatch_remove(w, list_last(&t->idle, struct kwatch, lru));
-	}
-	stats_end(w, &w->st.lat_kernel_mark, t0);
-	PROBE2(mark, ret, kmask);
-	return ret;
-}
-
-void kwatch_unmark_new(struct fsnw *w, const struct kkey *key)
-{
-	struct kwatch *kw = kwatch_find(&w->kwatches, key->bytes, key->len);
-	struct sys_tally tally = { 0 };
-	union {
-		struct kwatch kw;
-		unsigned char bytes[sizeof(struct kwatch) + KKEY_MAX];
-	} tmp;
-
-	/* A mark on an object we already mark is somebody's: leave it. (A
-	 * covered directory had none: this one is new.) */
-	if (kw && kw->marked)
-		return;
-	memset(&tmp, 0, sizeof(tmp));
-	tmp.kw.wd = key->wd;
-	tmp.kw.bflags = key->bflags;
-	tmp.kw.keylen = key->len;
-	memcpy(tmp.kw.key, key->bytes, key->len);
-	/* Failing, it leaves a mark nothing links to; the kernel drops it at
-	 * close, and its events are dropped as stale meanwhile. */
-	(void)w->be->unmark(w, &tmp.kw, &tally);
-	sys_tally_fold(w, &tally);
-	w->kwatches.unmarks++;
-}
-
-/* A new kernel watch in the table; the caller has reserved room. */
-static struct kwatch *kwatch_new(struct fsnw *w, const struct kkey *key, uint32_t flags)
-{
-	struct kwatch *kw = mem_zalloc(sizeof(*kw) + key->len);
-
-	if (!kw)
-		return NULL;
-	list_init(&kw->links);
-	list_init(&kw->lru);
-	kw->wd = key->wd;
-	kw->bflags = key->bflags;
-	kw->keylen = key->len;
-	memcpy(kw->key, key->bytes, key->len);
-	kw->excl_unlink = w->be->excl_unlink && (flags & FSNW_WATCH_EXCL_UNLINK);
-	htab_insert(&w->kwatches.by_key, &kw->node, key_hash(kw->key, kw->keylen));
-	return kw;
-}
-
-/* A link for lw: its own for a plain watch's first, else allocated. */
-static struct link *link_new(struct watch *lw)
-{
-	struct link *l;
-
-	if (lw->tree || lw->nlinks)
-		return mem_zalloc(sizeof(*l));
-	l = &lw->own;
-	memset(l, 0, sizeof(*l));
-	l->embedded = true;
-	return l;
-}
-
-static void link_free_unused(struct link *l)
-{
-	if (l && !l->embedded)
-		mem_free(l);
-}
-
 /* Attach lw to kw through l: kw existed before this attach, or was just made. */
-static void link_kwatch(struct fsnw *w, struct watch *lw, struct kwatch *kw, bool existed,
-			struct link *l, int dirfd, const char *path, uint32_t kmask,
-			uint32_t flags, struct strref *linkpath)
+static int link_kwatch(struct fsnw *w, struct watch *lw, struct kwatch *kw, bool existed,
+		       struct link *l, int dirfd, const char *path, uint32_t kmask,
+		       uint32_t flags, struct strref *linkpath)
 {
 	struct kwatches *t = &w->kwatches;
 	bool older_events;
 
 	if (!existed) {
 		l->origin = LINK_NEW;
-	} else if (kw->parked) {
-		kwatch_revive(w, kw);
+	} else if (kw->state == KW_PARKED) {
+		w->st.idle_revives++;
 		l->origin = LINK_REVIVED;
+	} else if (kw->state == KW_DOOMED) {
+		l->origin = LINK_NEW; /* an undo dooms it again */
 	} else {
 		w->st.dedup_hits++;
 		l->origin = LINK_SHARED;
 	}
+	kwatch_take_back(w, kw);
 	/* The kernel keeps one IN_EXCL_UNLINK per inode, and an adding mark can
 	 * only set it. When this watch and the kernel watch disagree the inode
 	 * goes without: a watch that wanted it sees extra events, where the
 	 * other way round a watch would lose some. */
 	if (existed && w->be->excl_unlink &&
-	    kw->excl_unlink != ((flags & FSNW_WATCH_EXCL_UNLINK) != 0))
+	    kw->excl_unlink != ((flags & FSNW_WATCH_EXCL_UNLINK) != 0)) {
+		kwatch_pin(kw);
 		clear_excl_unlink(w, kw, dirfd, path, kmask, flags);
+		kw->pins--;
+		if (kw->dropped) {
+			/* The object went while the lock was dropped. */
+			link_free_unused(l);
+			kwatch_unused(w, kw, false);
+			return -ENOENT;
+		}
+	}
 	/* Events still unread in the kernel were asked for by the mask the
 	 * kernel watch had before this add: only if it shares a bit with the
 	 * new watch's can one of them reach it. Where keys recur (fanotify), a
@@ -374,6 +578,7 @@ static void link_kwatch(struct fsnw *w, struct watch *lw, struct kwatch *kw, boo
 	 * same object, whose mask is not known any more. */
 	older_events = existed ? (kw->kmask & kmask & FSNW_ALL_EVENTS) != 0 :
 				 w->be->stable_keys && kwatch_unread_unmarks(t);
+	older_events |= t->all_pending;
 	kw->kmask |= kmask;
 
 	l->watch = lw;
@@ -389,6 +594,7 @@ static void link_kwatch(struct fsnw *w, struct watch *lw, struct kwatch *kw, boo
 	list_add_tail(&l->wnode, &lw->links);
 	kw->nlinks++;
 	lw->nlinks++;
+	return 0;
 }
 
 int kwatch_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int dirfd,
@@ -398,9 +604,16 @@ int kwatch_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int di
 	struct link *l = link_new(lw);
 	struct kwatch *kw;
 	bool existed;
+	int ret;
 
 	kw = kwatch_find(&w->kwatches, key->bytes, key->len);
-	existed = kw != NULL;
+	if (kw && kw->state == KW_UNMARKING) {
+		/* kwatch_mark waited for the unmark and marked again. */
+		take_over(w, kw, flags);
+		existed = false;
+	} else {
+		existed = kw != NULL;
+	}
 	if (!kw && l && htab_reserve(&w->kwatches.by_key, 1) == 0)
 		kw = kwatch_new(w, key, flags);
 	if (!l || !kw) {
@@ -409,9 +622,10 @@ int kwatch_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int di
 		return -ENOMEM;
 	}
 	kw->marked = true;
-	link_kwatch(w, lw, kw, existed, l, dirfd, path, kmask, flags, linkpath);
-	*out = l;
-	return 0;
+	ret = link_kwatch(w, lw, kw, existed, l, dirfd, path, kmask, flags, linkpath);
+	if (ret == 0)
+		*out = l;
+	return ret;
 }
 
 /*
@@ -428,6 +642,7 @@ static int link_covered(struct fsnw *w, struct watch *lw, const struct kkey *key
 	struct kwatch *kw = kwatch_find(t, key->bytes, key->len);
 	struct link *l = link_new(lw);
 	bool existed = kw != NULL;
+	int ret;
 
 	if (l && htab_reserve(&t->by_key, 2) == 0) {
 		if (!fs && (fs = kwatch_new(w, fskey, 0)) != NULL) {
@@ -442,19 +657,46 @@ static int link_covered(struct fsnw *w, struct watch *lw, const struct kkey *key
 		link_free_unused(l);
 		/* A filesystem kernel watch covers something, or goes. */
 		if (fs && !fs->ncovered)
-			kwatch_remove(w, fs);
+			kwatch_doom(w, fs);
 		else if (!fs)
 			kwatch_unmark_new(w, fskey);
 		return -ENOMEM;
 	}
+	if (fs->state == KW_UNMARKING)
+		take_over(w, fs, 0); /* kwatch_attach waited, and covered again */
+	else if (fs->state != KW_LIVE)
+		kwatch_take_back(w, fs);
 	if (!kw->cover) {
 		kw->cover = fs;
 		fs->ncovered++;
 	}
 	fs->kmask |= kmask;
-	link_kwatch(w, lw, kw, existed, l, dirfd, path, kmask, flags, linkpath);
-	*out = l;
-	return 0;
+	ret = link_kwatch(w, lw, kw, existed, l, dirfd, path, kmask, flags, linkpath);
+	if (ret == 0)
+		*out = l;
+	return ret;
+}
+
+/*
+ * Cover a tree directory with its filesystem's mark (0), or say it cannot
+ * be (-errno: mark it instead). As with a mark, a filesystem mark being
+ * removed at the same time is waited for and made again.
+ */
+static int cover_call(struct fsnw *w, int dirfd, const char *path, uint32_t kmask,
+		      uint32_t flags, struct kkey *key, struct kkey *fskey)
+{
+	uint64_t waited = 0;
+	int ret;
+
+	do {
+		struct sys_tally tally = { 0 };
+		bool dropped = unlock_for_call(w);
+
+		ret = w->be->cover(w, dirfd, path, kmask, flags, key, fskey, &tally);
+		relock(w, dropped);
+		sys_tally_fold(w, &tally);
+	} while (ret == 0 && !mark_stands(w, fskey, &waited));
+	return ret;
 }
 
 int kwatch_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
@@ -464,15 +706,9 @@ int kwatch_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
 	int ret;
 
 	/* A backend that cannot cover this directory has it marked instead. */
-	if ((flags & FSNW_WATCH_TREE) && w->be->cover) {
-		struct sys_tally tally = { 0 };
-
-		ret = w->be->cover(w, dirfd, path, kmask, flags, &key, &fskey, &tally);
-		sys_tally_fold(w, &tally);
-		if (ret == 0)
-			return link_covered(w, lw, &key, &fskey, dirfd, path, kmask, flags,
-					    linkpath, out);
-	}
+	if ((flags & FSNW_WATCH_TREE) && w->be->cover &&
+	    cover_call(w, dirfd, path, kmask, flags, &key, &fskey) == 0)
+		return link_covered(w, lw, &key, &fskey, dirfd, path, kmask, flags, linkpath, out);
 	ret = kwatch_mark(w, dirfd, path, kmask, flags, &key, stats_start(w));
 	if (ret < 0)
 		return ret;
@@ -491,16 +727,35 @@ struct link *kwatch_pop_pending(struct kwatches *t)
 	return l;
 }
 
+void kwatch_repend(struct kwatches *t, struct list *links)
+{
+	while (!list_empty(links)) {
+		struct link *l = list_first(links, struct link, pnode);
+
+		list_del(&l->pnode);
+		list_add_tail(&l->pnode, &t->pending);
+		t->npending++;
+	}
+}
+
 bool kwatch_dropped(struct fsnw *w, struct kwatch *kw)
 {
 	w->st.kernel_drops++;
 	kw->dropped = true;
-	if (kw->parked) {
-		kwatch_forget(w, kw);
+	kwatch_note_drop(&w->kwatches);
+	switch (kw->state) {
+	case KW_PARKED:
+	case KW_DOOMED:
+		/* Nothing to tell and nothing to unmark. */
+		if (!kw->pins)
+			kwatch_forget(w, kw);
 		return false;
+	case KW_UNMARKING:
+		return false; /* its unmarker frees it */
+	default:
+		kwatch_pin(kw);
+		return true;
 	}
-	kwatch_pin(kw);
-	return true;
 }
 
 static void mark_live(struct fsnw *w, const unsigned char *key, size_t len)
@@ -521,7 +776,7 @@ static void collect_gone(struct hnode *n, void *arg)
 	struct kwatch *kw = container_of(n, struct kwatch, node);
 	struct gone *g = arg;
 
-	if (kw->dropped || kw->wd < 0 || kw->live_gen == g->gen)
+	if (kw->dropped || kw->wd < 0 || kw->live_gen == g->gen || kw->state == KW_UNMARKING)
 		return;
 	kw->victim = g->victims;
 	g->victims = kw;

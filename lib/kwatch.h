@@ -13,21 +13,46 @@
  * holding the handle's lock may read a kernel watch and walk its link list,
  * holding a pin (kwatch_pin) if what they do may detach links meanwhile.
  *
- * Life cycle of a kernel watch:
- *   marked -> linked (active) -> last link detached -> parked -> revived ...
- *                                                  \-> removed (unmark)
- *   the kernel drops it (IN_IGNORED, a delete or unmount) at any point:
- *   dropped; it is freed once its links are gone and nobody pins it.
+ * Locking: no kernel mark call is made with the handle's lock held, so that
+ * threads sharing a handle do not queue behind each other's syscalls.
+ * kwatch_mark, kwatch_link, kwatch_attach and kwatch_flush drop the lock
+ * around each kernel call and take it again; on return the table may have
+ * changed. The exception is a tree walk, which holds the lock throughout
+ * (kwatch_hold_lock): its walk state must not change under it.
+ *
+ * States of a kernel watch (enum kw_state), all in the table by key:
+ *   LIVE       in use: it has links or pins.
+ *   PARKED     no links; in the idle cache, its mark kept for a later add.
+ *   DOOMED     no links; its unmark waits on the doomed list for the flush
+ *              at the end of the entry point. An add onto it takes it back.
+ *   UNMARKING  its unmark syscall runs now, the lock dropped. An add whose
+ *              mark lands on it waits for the syscall to end and marks again:
+ *              inotify then hands out a new wd; fanotify the same key, and
+ *              the add takes the record over as a new kernel watch.
+ *   plus the flag dropped: the kernel dropped the mark (IN_IGNORED, a delete
+ *   or unmount); never unmarked nor parked, freed once unused. A mark that
+ *   returns the key of a dropped watch is dead, and is made again.
+ *
+ *   mark -> LIVE -> last link gone -> PARKED -> add -> LIVE ...
+ *                                 \-> DOOMED -> flush: UNMARKING -> freed
+ *
+ * Races the states resolve: two adds of one new object (the kernel returns
+ * one wd twice: the second links to the first's record); the last remove
+ * racing an add (DOOMED taken back, UNMARKING waited for); an add racing a
+ * kernel drop (a dropped record, or an IN_IGNORED read for a key not yet in
+ * the table, bumps drop_gen: a mark that returned a key the table does not
+ * know while drop_gen moved is made again to learn whether it still lives).
  *
  * Life cycle of a link: kwatch_link makes it *pending* when events older than
  * the add may still wait in the kernel queue for its kernel watch; the caller
- * then drains the kernel queue completely and settles it (route_settle):
- * active, or detached if the kernel dropped the watch meanwhile. A pending
- * link hears nothing, so a new watch never sees an event from before it.
+ * then settles it (engine_settle) before it returns the wid: active, or
+ * detached if the kernel dropped the watch meanwhile. A pending link hears
+ * nothing, so a new watch never sees an event from before it.
  */
 #ifndef FSNW_KWATCH_H
 #define FSNW_KWATCH_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,15 +72,25 @@ struct strref;
  * (fanotify), which is itself a kernel watch (fsmark) without links that
  * lives while directories it covers do.
  */
+enum kw_state {
+	KW_LIVE,
+	KW_PARKED,
+	KW_DOOMED,
+	KW_UNMARKING,
+};
+
 struct kwatch {
 	struct hnode node;
 	struct list links;  /* struct link.knode */
 	size_t nlinks;      /* active or pending */
-	unsigned pins;      /* walks of links in progress: not freed while > 0 */
+	unsigned pins;      /* walks of links, unmark calls in progress: not freed while > 0 */
 	uint32_t kmask;     /* event bits the kernel mark has */
+	uint8_t state;      /* enum kw_state */
 	bool excl_unlink;   /* the kernel mark has IN_EXCL_UNLINK */
-	bool parked;
 	bool dropped;       /* the kernel dropped the mark: never unmark nor park it */
+	atomic_bool unmark_done; /* UNMARKING: the syscall has returned (read unlocked) */
+	uint64_t serial;    /* which record this is, should one be freed and another
+			     * made at the same address */
 	bool marked;        /* has a kernel mark of its own: unmark it when it goes */
 	bool fsmark;        /* the mark of a whole filesystem, pinned by what it covers */
 	uint8_t bflags;     /* struct kkey.bflags */
@@ -63,7 +98,7 @@ struct kwatch {
 	struct kwatch *victim; /* reconcile: next kernel watch found gone */
 	struct kwatch *cover; /* the fsmark kernel watch this one holds a pin on, or NULL */
 	size_t ncovered;    /* fsmark: kernel watches pinning it */
-	struct list lru;    /* in the idle cache, most recently parked first */
+	struct list lru;    /* PARKED: in the idle cache; DOOMED: on the doomed list */
 	int wd;             /* inotify watch descriptor, -1 otherwise */
 	uint32_t keylen;
 	unsigned char key[];
@@ -72,11 +107,16 @@ struct kwatch {
 struct kwatches {
 	struct htab by_key;
 	struct list idle;     /* parked kernel watches, most recent first */
+	struct list doomed;   /* kernel watches whose unmark waits for kwatch_flush */
 	struct list pending;  /* pending links (struct link.pnode), oldest first */
 	size_t npending;
 	size_t nparked;
 	size_t idle_max;
 	uint32_t live_gen;    /* reconcile generation */
+	uint64_t drop_gen;    /* kernel drops seen: a mark made meanwhile is checked */
+	uint64_t serial;      /* the last kernel watch record made */
+	unsigned hold_lock;   /* a tree walk runs: kernel calls keep the lock */
+	bool all_pending;     /* a batch: every link waits for its settle */
 	size_t nfsmarks;      /* filesystem-mark kernel watches (not objects watched) */
 	/* Marks removed, and how many had been when the kernel queue was last
 	 * found empty: the difference may have IN_IGNORED (inotify) or late
@@ -104,6 +144,39 @@ static inline void kwatch_queue_emptied(struct kwatches *t)
 
 struct kwatch *kwatch_find(const struct kwatches *t, const unsigned char *key, size_t len);
 
+/* A tree walk starts or ends: kernel calls keep the handle's lock meanwhile. */
+static inline void kwatch_hold_lock(struct kwatches *t, bool hold)
+{
+	if (hold)
+		t->hold_lock++;
+	else
+		t->hold_lock--;
+}
+
+/*
+ * A batch starts or ends. Its adds drop the lock between items, so a reader
+ * could otherwise hear an item's events before the batch returns its wid
+ * (or rolls it back): every link of a batch is pending until its settle.
+ */
+static inline void kwatch_batch(struct kwatches *t, bool on)
+{
+	t->all_pending = on;
+}
+
+/* The kernel dropped a mark we have no record of (yet): see drop_gen. */
+static inline void kwatch_note_drop(struct kwatches *t)
+{
+	t->drop_gen++;
+}
+
+/*
+ * Make the unmark syscalls of the doomed kernel watches, the lock dropped
+ * around them (unless a tree walk holds it), and free the watches. Every
+ * entry point ends with it (engine_end_call), so the kernel's view and the
+ * table agree whenever no call is in progress.
+ */
+void kwatch_flush(struct fsnw *w);
+
 /*
  * The two halves of an attach, for callers that time the mark with their own
  * clock read (t0, from stats_start). kwatch_mark makes the kernel call (one
@@ -130,10 +203,13 @@ int kwatch_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
 
 /* The oldest pending link, taken off the pending list (still inactive), or NULL. */
 struct link *kwatch_pop_pending(struct kwatches *t);
+/* Put popped links (a list of struct link.pnode) back on the pending list. */
+void kwatch_repend(struct kwatches *t, struct list *links);
 
 /*
  * Detach a link. The last link of a kernel watch parks it (park == true and
- * room in the idle cache, evicting the least recently parked) or removes it.
+ * room in the idle cache, evicting the least recently parked) or dooms it
+ * (its unmark waits for kwatch_flush).
  */
 void kwatch_detach(struct fsnw *w, struct link *l, bool park);
 
@@ -152,8 +228,9 @@ static inline void kwatch_pin(struct kwatch *kw)
 void kwatch_unpin(struct fsnw *w, struct kwatch *kw, bool park);
 
 /*
- * The kernel dropped kw's mark. A parked kernel watch is freed at once and
- * false returned; otherwise kw is pinned for the caller, who tells its links
+ * The kernel dropped kw's mark. A kernel watch without links (parked,
+ * doomed, unmarking) needs nobody told: false, and it is freed (or left to
+ * its unmarker). Otherwise kw is pinned for the caller, who tells its links
  * and then unpins it (kwatch_unpin frees it when the last link is gone).
  */
 bool kwatch_dropped(struct fsnw *w, struct kwatch *kw);

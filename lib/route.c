@@ -24,7 +24,7 @@ static void tell_dropped(struct fsnw *w, struct kwatch *kw)
 		/* A plain watch has one link; a tree that lost its root goes
 		 * whole. Either way only links of l's watch are detached, and
 		 * tmp, on another watch's link or the list head, stays. */
-		watches_gone(w, l->watch);
+		watches_dropped(w, l->watch);
 	}
 	kwatch_unpin(w, kw, false);
 }
@@ -72,7 +72,7 @@ static void fan_out(struct fsnw *w, struct kwatch *kw, const struct kevent *ev)
 			tree_note_event(w, l, ev);
 		/* A oneshot watch has a single link: l goes, tmp stays valid. */
 		else if (wanted && (lw->flags & FSNW_WATCH_ONESHOT))
-			watches_gone(w, lw);
+			watches_oneshot_fired(w, lw);
 	}
 	if (!heard)
 		w->st.dropped_parked++;
@@ -89,6 +89,8 @@ unsigned route_event(struct fsnw *w, const struct kevent *ev)
 		return ROUTE_OVERFLOW;
 	}
 	kw = ev->key ? kwatch_find(&w->kwatches, ev->key, ev->keylen) : NULL;
+	if (!kw && (ev->mask & FSNW_IGNORED))
+		kwatch_note_drop(&w->kwatches); /* maybe of a mark an add has yet to record */
 	if (!kw || kw->dropped || kw->fsmark) {
 		/* fanotify names every object an event concerns, and a
 		 * filesystem mark reports the whole filesystem: a key we do
@@ -111,11 +113,18 @@ unsigned route_event(struct fsnw *w, const struct kevent *ev)
 
 void route_settle(struct fsnw *w)
 {
+	struct list later;
 	struct link *l;
 
+	list_init(&later);
 	while ((l = kwatch_pop_pending(&w->kwatches))) {
 		struct watch *lw = l->watch;
 
+		if (lw->in_batch) {
+			/* Another thread's batch, still adding: its own settle. */
+			list_add_tail(&l->pnode, &later);
+			continue;
+		}
 		if (!l->kw->dropped) {
 			l->active = true;
 			continue;
@@ -128,4 +137,5 @@ void route_settle(struct fsnw *w)
 			lw->add_failed = true;
 		}
 	}
+	kwatch_repend(&w->kwatches, &later);
 }

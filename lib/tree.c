@@ -450,7 +450,9 @@ int tree_add(struct fsnw *w, struct watch *lw)
 	/* The caller drains completely before it returns the wid, which
 	 * closes the window. */
 	window_open(&w->trees);
+	kwatch_hold_lock(&w->kwatches, true);
 	ret = walk_from(w, lw, lw->path, false, 0);
+	kwatch_hold_lock(&w->kwatches, false);
 	if (ret < 0) {
 		tree_undo(w, lw);
 		return ret;
@@ -761,11 +763,13 @@ bool trees_after_drain(struct fsnw *w, bool retry)
 	if (list_empty(&ts->work))
 		return false;
 	window_open(ts);
+	kwatch_hold_lock(&w->kwatches, true);
 	while (!list_empty(&ts->work)) {
 		struct job *j = list_first(&ts->work, struct job, node);
 
 		list_del(&j->node);
 		run_job(w, j);
 	}
+	kwatch_hold_lock(&w->kwatches, false);
 	return true;
 }

@@ -116,6 +116,7 @@ static struct watch *watch_new(struct watches *t, const char *path, uint32_t mas
 	}
 	lw->mask = mask;
 	lw->flags = flags;
+	lw->adding = true;
 	list_init(&lw->links);
 	lw->qo.wid = next_free_wid(t);
 	htab_insert(&t->by_wid, &lw->node, hash_u64((uint64_t)lw->qo.wid));
@@ -220,13 +221,20 @@ int watches_add(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
 
 int watches_finish_add(struct fsnw *w, struct watch *lw)
 {
+	int wid = lw->qo.wid;
+
+	lw->adding = false;
 	if (lw->add_failed) {
-		/* Its object went while it was being added: its pending link
-		 * was detached, and it heard nothing. */
+		/* Its object went while it was being added: its links are
+		 * detached, and what it heard is dropped. */
 		remove_watch(w, lw, false);
 		return -ENOENT;
 	}
-	return lw->qo.wid;
+	/* A oneshot that fired during its add, whose FSNW_IGNORED a reader
+	 * took already: the wid is released as that read would have. */
+	if (lw->zombie && lw->qo.queued == 0)
+		watch_release(w, lw);
+	return wid;
 }
 
 int watches_remove(struct fsnw *w, int wid)
@@ -237,7 +245,7 @@ int watches_remove(struct fsnw *w, int wid)
 	if (wid <= 0)
 		return -EINVAL;
 	lw = watches_find(&w->watches, wid);
-	if (!lw)
+	if (!lw || lw->adding)
 		return -ENOENT;
 	w->st.remove_calls++;
 	remove_watch(w, lw, true);
@@ -260,19 +268,34 @@ void watches_undo(struct fsnw *w, struct watch *lw)
 	watch_release(w, lw);
 }
 
-void watches_gone(struct fsnw *w, struct watch *lw)
+static void watch_ends(struct fsnw *w, struct watch *lw)
 {
 	if (lw->zombie)
 		return;
 	detach_all(w, lw, true);
 	lw->zombie = true;
 	if (queue_push(w->q, &lw->qo, lw->path, FSNW_IGNORED, 0, NULL, 0, QUEUE_FORCE) ==
-	    QUEUE_DROPPED) {
+	    QUEUE_DROPPED && !lw->adding) {
 		/* No memory for the slot: the overflow event stands for it, and
 		 * the wid cannot wait for a read that will never come. */
 		queue_purge(w->q, &lw->qo);
 		watch_release(w, lw);
 	}
+}
+
+void watches_dropped(struct fsnw *w, struct watch *lw)
+{
+	if (lw->adding) {
+		lw->add_failed = true;
+		detach_all(w, lw, false);
+		return;
+	}
+	watch_ends(w, lw);
+}
+
+void watches_oneshot_fired(struct fsnw *w, struct watch *lw)
+{
+	watch_ends(w, lw);
 }
 
 void watches_reap(struct fsnw *w, const struct fsnw_event *evs, size_t n)
@@ -283,7 +306,8 @@ void watches_reap(struct fsnw *w, const struct fsnw_event *evs, size_t n)
 		if (!(evs[i].mask & FSNW_IGNORED))
 			continue;
 		lw = watches_find(&w->watches, evs[i].wid);
-		if (lw && lw->zombie && lw->qo.queued == 0)
+		/* A watch still being added is its adder's to release. */
+		if (lw && lw->zombie && lw->qo.queued == 0 && !lw->adding)
 			watch_release(w, lw);
 	}
 }

@@ -69,9 +69,15 @@ struct watch {
 	 * wid is held until the caller reads it, so it cannot be reused under
 	 * events still waiting for the old watch. */
 	bool zombie;
-	/* Being added, and the kernel dropped its object before the add was
-	 * settled: the add fails with -ENOENT. */
+	/* Being added: its wid is not the caller's yet (fsnw_remove says
+	 * -ENOENT), and the add may still fail. */
+	bool adding;
+	/* ... and the kernel dropped its object before the add was settled:
+	 * the add fails with -ENOENT. */
 	bool add_failed;
+	/* An item of a batch still adding: its links wait for the batch's
+	 * own settle, not another thread's (see kwatch_batch). */
+	bool in_batch;
 };
 
 struct watches {
@@ -104,8 +110,15 @@ int watches_remove(struct fsnw *w, int wid);
 /* Take back a watch this call added, leaving the kernel as it found it. */
 void watches_undo(struct fsnw *w, struct watch *lw);
 
-/* The kernel dropped lw (or its oneshot fired): queue FSNW_IGNORED, hold the wid. */
-void watches_gone(struct fsnw *w, struct watch *lw);
+/*
+ * The kernel dropped lw's object: queue FSNW_IGNORED and hold the wid until
+ * it is read. A watch still being added fails its add instead (-ENOENT): the
+ * caller never learns its wid.
+ */
+void watches_dropped(struct fsnw *w, struct watch *lw);
+/* A oneshot watch heard its event: it ends as a dropped one does, but a
+ * watch still being added keeps its wid, as its event is on its way. */
+void watches_oneshot_fired(struct fsnw *w, struct watch *lw);
 /* Read events were popped: a delivered FSNW_IGNORED releases its wid. */
 void watches_reap(struct fsnw *w, const struct fsnw_event *evs, size_t n);
 
