@@ -34,6 +34,7 @@ struct fsnw; /* an opaque watcher handle */
 #define FSNW_OPEN_NO_MERGE  0x0002u /* queue every event; never coalesce repeats */
 #define FSNW_OPEN_NO_STATS  0x0004u /* skip latency timing (counters are always kept) */
 #define FSNW_OPEN_BIG_TREES 0x0008u /* with AUTO: fanotify filesystem marks for trees where permitted */
+#define FSNW_OPEN_NO_RING   0x0010u /* no io_uring readiness ring: adds read the group fd instead */
 
 #define FSNW_QUEUE_DEFAULT   16384u      /* queue_capacity 0 means this */
 #define FSNW_QUEUE_UNLIMITED 0xffffffffu /* queue_capacity: no bound */
@@ -192,6 +193,13 @@ struct fsnw_stats {
 	struct fsnw_histogram lat_kernel_mark; /* inotify_add_watch / fanotify_mark add */
 	struct fsnw_histogram lat_kernel_unmark; /* inotify_rm_watch / fanotify_mark remove */
 	struct fsnw_histogram lat_kernel_read; /* each read of the kernel group fd */
+
+	/* Since 0.2. Settling an add onto an existing kernel watch: making sure
+	 * no event from before it waits in the kernel queue. */
+	uint64_t ring_active;      /* 1: the io_uring readiness ring settles adds; 0: reads do */
+	uint64_t sys_io_uring;     /* io_uring_setup, its mmaps, io_uring_enter (arming) */
+	uint64_t settles_ring;     /* settled by a look at the ring, without a syscall */
+	uint64_t settles_read;     /* settled by reading the kernel queue to its end */
 };
 
 /* Copy a consistent snapshot; fills at most st->size bytes and sets st->size

@@ -8,6 +8,7 @@
 
 #include "handle.h"
 #include "mem.h"
+#include "ring.h"
 #include "route.h"
 #include "stats.h"
 
@@ -31,16 +32,24 @@ int engine_init(struct fsnw *w)
 int engine_open(struct fsnw *w)
 {
 	struct engine *e = &w->engine;
+	int ret;
 
 	e->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	w->st.sys_other++;
-	return e->evfd < 0 ? -errno : 0;
+	if (e->evfd < 0)
+		return -errno;
+	ret = ring_open(w);
+	if (ret < 0)
+		return ret;
+	w->st.ring_active = (uint64_t)ret;
+	return 0;
 }
 
 void engine_fini(struct fsnw *w)
 {
 	struct engine *e = &w->engine;
 
+	ring_close(w);
 	if (e->epfd >= 0)
 		close(e->epfd);
 	if (e->evfd >= 0)
@@ -134,6 +143,7 @@ int engine_drain(struct fsnw *w, unsigned flags)
 			continue;
 		}
 		kwatch_queue_emptied(&w->kwatches);
+		ring_drained(w);
 		route_settle(w);
 		if (!trees_after_drain(w, retry))
 			break;
@@ -148,10 +158,20 @@ int engine_drain(struct fsnw *w, unsigned flags)
 
 void engine_settle(struct fsnw *w)
 {
+	if (!w->kwatches.npending && !trees_busy(&w->trees))
+		return;
+	/* Nothing queued since the kernel queue was last empty: no event
+	 * older than the pending links can wait there (ring.h). Trees also
+	 * need the echoes of their walks read. */
+	if (!trees_busy(&w->trees) && ring_quiet(w)) {
+		w->st.settles_ring++;
+		route_settle(w);
+		return;
+	}
 	/* A failed read leaves links pending; the next drain settles them,
 	 * and until then they hear nothing, which is the safe side. */
-	if (w->kwatches.npending || trees_busy(&w->trees))
-		(void)engine_drain(w, DRAIN_COMPLETE);
+	w->st.settles_read++;
+	(void)engine_drain(w, DRAIN_COMPLETE);
 }
 
 /* Make the eventfd readable exactly while events wait in the queue. Only a

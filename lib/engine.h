@@ -28,6 +28,7 @@ struct engine {
 	int evfd;              /* eventfd: readable while events wait in the queue */
 	int epfd;              /* what fsnw_get_fd returns (kfd and evfd), made on its first call */
 	bool ev_ready;         /* evfd is signalled */
+	struct ring *ring;     /* the readiness ring (ring.c), or NULL */
 	/* Tests only: a model kernel in place of read(2) on the group fd. */
 	ssize_t (*sys_read)(struct fsnw *w, void *buf, size_t len);
 };

@@ -14,7 +14,7 @@
 #include "stats.h"
 
 #define OPEN_FLAGS (FSNW_OPEN_NONBLOCK | FSNW_OPEN_NO_MERGE | FSNW_OPEN_NO_STATS | \
-		    FSNW_OPEN_BIG_TREES)
+		    FSNW_OPEN_BIG_TREES | FSNW_OPEN_NO_RING)
 
 static void lock(const struct fsnw *w)
 {

@@ -131,6 +131,7 @@ static const struct {
 	COUNTER(overflows_kernel), COUNTER(overflows_queue), COUNTER(overflows_unwatched),
 	COUNTER(queue_depth),
 	COUNTER(queue_high_water),
+	COUNTER(ring_active), COUNTER(sys_io_uring), COUNTER(settles_ring), COUNTER(settles_read),
 };
 
 #define HISTOGRAM(f) { #f, offsetof(struct fsnw_stats, f) }

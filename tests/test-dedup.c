@@ -6,6 +6,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,7 +20,27 @@ static uint64_t syscalls(const struct fsnw_stats *s)
 	return s->sys_inotify_init + s->sys_inotify_add_watch + s->sys_inotify_rm_watch +
 	       s->sys_fanotify_init + s->sys_fanotify_mark + s->sys_name_to_handle_at +
 	       s->sys_open_by_handle_at + s->sys_read + s->sys_poll + s->sys_eventfd +
-	       s->sys_walk + s->sys_other;
+	       s->sys_walk + s->sys_other + s->sys_io_uring;
+}
+
+/*
+ * What settling an add onto an existing kernel watch cost between two
+ * snapshots, when the kernel queue was idle: a look at the readiness ring
+ * (no syscall), or without one (FSNW_NO_IO_URING=1, FSNW_OPEN_NO_RING, no
+ * io_uring here) one read of the group fd.
+ */
+static void assert_idle_settles(const struct fsnw_stats *a, const struct fsnw_stats *b,
+				uint64_t n)
+{
+	if (b->ring_active) {
+		ck_assert_uint_eq(b->settles_ring - a->settles_ring, n);
+		ck_assert_uint_eq(b->settles_read - a->settles_read, 0);
+		ck_assert_uint_eq(b->sys_read - a->sys_read, 0);
+	} else {
+		ck_assert_uint_eq(b->settles_ring - a->settles_ring, 0);
+		ck_assert_uint_eq(b->settles_read - a->settles_read, n);
+		ck_assert_uint_eq(b->sys_read - a->sys_read, n);
+	}
 }
 
 /* Kernel mark operations (add or remove). */
@@ -50,11 +72,13 @@ START_TEST(same_path_twice)
 	ck_assert_uint_eq(s2.dedup_hits, 1);
 	/* The repeat created no kernel watch. inotify learns the wd with one
 	 * mark call; fanotify knows the object by its handle (one
-	 * name_to_handle_at) and makes no mark. Then, on both, the one read
-	 * that keeps older events from the new watch. */
+	 * name_to_handle_at) and makes no mark. That is the whole cost on an
+	 * idle queue where the readiness ring works; otherwise one read keeps
+	 * older events from the new watch. */
 	ck_assert_uint_eq(mark_ops(&s1) - mark_ops(&s0), 1);
 	ck_assert_uint_eq(mark_ops(&s2) - mark_ops(&s1), test_backend == FSNW_BACKEND_INOTIFY);
-	ck_assert_uint_eq(syscalls(&s2) - syscalls(&s1), 2);
+	ck_assert_uint_eq(syscalls(&s2) - syscalls(&s1), s2.ring_active ? 1 : 2);
+	assert_idle_settles(&s1, &s2, 1);
 	if (test_backend == FSNW_BACKEND_FANOTIFY)
 		ck_assert_uint_eq(s2.sys_name_to_handle_at - s1.sys_name_to_handle_at, 1);
 
@@ -176,10 +200,18 @@ START_TEST(no_event_older_than_watch)
 	struct ev *evs;
 	int a, b, n;
 
+	struct fsnw_stats s0, s1;
+
 	touch(dir, "f");
 	a = fsnw_add(w, pjoin(p, dir, "f"), FSNW_MODIFY, 0);
 	write_bytes(dir, "f", "old"); /* unread in the kernel */
+	s0 = stats_of(w);
 	b = fsnw_add(w, p, FSNW_MODIFY, 0);
+	s1 = stats_of(w);
+	/* On both paths the queue is read: the ring saw the event come. */
+	ck_assert_uint_eq(s1.settles_read - s0.settles_read, 1);
+	ck_assert_uint_eq(s1.settles_ring, s0.settles_ring);
+	ck_assert_uint_ge(s1.sys_read - s0.sys_read, 1);
 	n = collect(w, &evs, 16, 300);
 	dump_evs(evs, n);
 	ck_assert_int_eq(count_ev(evs, n, a, FSNW_MODIFY, NULL), 1);
@@ -226,6 +258,149 @@ START_TEST(disjoint_masks_no_drain)
 }
 END_TEST
 
+/* A dedup add on an idle queue costs its mark call alone (ring path), every
+ * time; a non-last remove costs nothing. */
+START_TEST(idle_dedup_adds_one_syscall_each)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char p[PATH_MAX];
+	struct fsnw_stats s0, s1;
+	int keep, wid;
+
+	touch(dir, "f");
+	keep = fsnw_add(w, pjoin(p, dir, "f"), FSNW_ATTRIB, 0);
+	ck_assert_int_gt(keep, 0);
+	s0 = stats_of(w);
+	for (int i = 0; i < 50; i++) {
+		wid = fsnw_add(w, p, FSNW_ATTRIB, 0);
+		ck_assert_int_gt(wid, 0);
+		ck_assert_int_eq(fsnw_remove(w, wid), 0);
+	}
+	s1 = stats_of(w);
+	ck_assert_uint_eq(s1.dedup_hits - s0.dedup_hits, 50);
+	ck_assert_uint_eq(syscalls(&s1) - syscalls(&s0), s1.ring_active ? 50 : 100);
+	assert_idle_settles(&s0, &s1, 50);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+struct toucher {
+	const char *path;
+	atomic_int go, done;
+	atomic_bool stop;
+};
+
+static void *toucher(void *arg)
+{
+	struct toucher *t = arg;
+
+	while (!atomic_load(&t->stop)) {
+		if (!atomic_exchange(&t->go, 0))
+			continue;
+		ck_assert_int_eq(chmod(t->path, 0644), 0);
+		atomic_store(&t->done, 1);
+	}
+	return NULL;
+}
+
+/*
+ * Events another thread queued just before a dedup add never reach the new
+ * watch, the ring seeing them come (or the read finding them), over many
+ * tries: the race the readiness ring must win every time.
+ */
+START_TEST(other_threads_event_before_add)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char p[PATH_MAX];
+	struct toucher t = { 0 };
+	pthread_t th;
+	int keep;
+
+	touch(dir, "f");
+	t.path = pjoin(p, dir, "f");
+	keep = fsnw_add(w, p, FSNW_ATTRIB, 0);
+	ck_assert_int_gt(keep, 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, toucher, &t), 0);
+	for (int i = 0; i < 300; i++) {
+		struct fsnw_event ev[8];
+		int wid, n, keeps = 0;
+
+		atomic_store(&t.done, 0);
+		atomic_store(&t.go, 1);
+		while (!atomic_load(&t.done))
+			;
+		wid = fsnw_add(w, p, FSNW_ATTRIB, 0);
+		ck_assert_int_gt(wid, 0);
+		while ((n = fsnw_read(w, ev, 8, 0)) > 0) {
+			for (int k = 0; k < n; k++) {
+				ck_assert_msg(ev[k].wid != wid, "try %d: an older event reached the new watch", i);
+				keeps += ev[k].wid == keep;
+			}
+		}
+		ck_assert_int_eq(keeps, 1);
+		ck_assert_int_eq(fsnw_remove(w, wid), 0);
+	}
+	atomic_store(&t.stop, true);
+	pthread_join(th, NULL);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+/* A thread other than the opener gets a ring of its own at its first dedup
+ * add; from then on its idle dedup adds cost the mark call alone. */
+struct adder {
+	struct fsnw *w;
+	const char *path;
+	struct fsnw_stats s0, s1, s2;
+};
+
+static void *adder(void *arg)
+{
+	struct adder *a = arg;
+	int wid;
+
+	a->s0 = stats_of(a->w);
+	wid = fsnw_add(a->w, a->path, FSNW_ATTRIB, 0);
+	ck_assert_int_eq(fsnw_remove(a->w, wid), 0);
+	a->s1 = stats_of(a->w);
+	for (int i = 0; i < 20; i++) {
+		wid = fsnw_add(a->w, a->path, FSNW_ATTRIB, 0);
+		ck_assert_int_gt(wid, 0);
+		ck_assert_int_eq(fsnw_remove(a->w, wid), 0);
+	}
+	a->s2 = stats_of(a->w);
+	return NULL;
+}
+
+START_TEST(each_thread_its_ring)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char p[PATH_MAX];
+	struct adder a = { w, NULL, { 0 }, { 0 }, { 0 } };
+	pthread_t th;
+
+	touch(dir, "f");
+	a.path = pjoin(p, dir, "f");
+	ck_assert_int_gt(fsnw_add(w, p, FSNW_ATTRIB, 0), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, adder, &a), 0);
+	pthread_join(th, NULL);
+	if (a.s0.ring_active) {
+		/* The first: its ring is set up and armed (io_uring calls). */
+		ck_assert_uint_gt(a.s1.sys_io_uring - a.s0.sys_io_uring, 0);
+		ck_assert_uint_eq(a.s1.settles_ring - a.s0.settles_ring, 1);
+	}
+	ck_assert_uint_eq(syscalls(&a.s2) - syscalls(&a.s1), a.s2.ring_active ? 20 : 40);
+	assert_idle_settles(&a.s1, &a.s2, 20);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 TEST_SUITE(dedup)
 {
 	Suite *s = suite_create("dedup");
@@ -235,5 +410,8 @@ TEST_SUITE(dedup)
 	ADD_TEST(s, many_watchers_one_inode);
 	ADD_TEST(s, no_event_older_than_watch);
 	ADD_TEST(s, disjoint_masks_no_drain);
+	ADD_TEST(s, idle_dedup_adds_one_syscall_each);
+	ADD_TEST(s, other_threads_event_before_add);
+	ADD_TEST(s, each_thread_its_ring);
 	return s;
 }

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "handle.h"
+#include "mem.h"
+#include "ring.h"
+
+#ifdef FSNW_HAVE_IO_URING
+#include <liburing.h>
+
+/* Threads that get a ring of their own; later ones read the group fd. */
+#define RINGS_MAX 8
+#define POLL_DATA 1
+#define CANCEL_DATA 2
+
+struct one_ring {
+	struct io_uring uring;
+	const void *owner; /* the thread it belongs to (its token) */
+	bool armed;        /* a POLL_ADD is in flight and has not completed */
+};
+
+struct ring {
+	struct one_ring *r[RINGS_MAX];
+	unsigned n;
+	bool failed; /* setting up another ring failed: no more tries */
+};
+
+/* Identifies the calling thread without a syscall. */
+static __thread char thread_token __attribute__((tls_model("initial-exec")));
+
+static bool disabled_by_env(void)
+{
+	const char *v = getenv("FSNW_NO_IO_URING");
+
+	return v && *v && strcmp(v, "0") != 0;
+}
+
+/* Consume every completion; true if there was one. */
+static bool reap(struct one_ring *r)
+{
+	struct io_uring_cqe *cqe;
+	bool any = false;
+
+	while (io_uring_peek_cqe(&r->uring, &cqe) == 0) {
+		io_uring_cqe_seen(&r->uring, cqe);
+		any = true;
+	}
+	if (any)
+		r->armed = false;
+	return any;
+}
+
+/*
+ * Arm the poll: if nothing is queued in the kernel it stays pending, and
+ * the queue is empty now; if something is, it completes at once. Returns
+ * whether the queue was found empty.
+ */
+static bool arm(struct fsnw *w, struct one_ring *r)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->uring);
+	int ret;
+
+	if (!sqe)
+		return false;
+	io_uring_prep_poll_add(sqe, w->kfd, POLLIN);
+	io_uring_sqe_set_data64(sqe, POLL_DATA);
+	ret = io_uring_submit(&r->uring);
+	w->st.sys_io_uring++;
+	if (ret != 1)
+		return false;
+	r->armed = true;
+	return !reap(r);
+}
+
+/* A ring for the calling thread, armed: 0; 1 where the kernel refuses one;
+ * -ENOMEM where we could not allocate its record. */
+static int ring_new(struct fsnw *w, struct one_ring **out)
+{
+	struct ring *rs = w->engine.ring;
+	struct io_uring_params p;
+	struct one_ring *r;
+	int ret;
+
+	r = mem_zalloc(sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	memset(&p, 0, sizeof(p));
+	/* Two entries: one poll at a time. No IORING_SETUP_DEFER_TASKRUN
+	 * (see ring.h). */
+	ret = io_uring_queue_init_params(2, &r->uring, &p);
+	if (ret < 0) {
+		/* ENOSYS, EPERM (kernel.io_uring_disabled, seccomp), a memlock
+		 * or fd limit: the fallback serves. */
+		w->st.sys_io_uring++;
+		mem_free(r);
+		return 1;
+	}
+	/* io_uring_setup, and the mmaps of the rings and the SQE array. */
+	w->st.sys_io_uring += (p.features & IORING_FEAT_SINGLE_MMAP) ? 3 : 4;
+	r->owner = &thread_token;
+	rs->r[rs->n++] = r;
+	(void)arm(w, r); /* a failed arm is tried again at the next look */
+	*out = r;
+	return 0;
+}
+
+int ring_open(struct fsnw *w)
+{
+	struct one_ring *r;
+	int ret;
+
+	if ((w->open_flags & FSNW_OPEN_NO_RING) || disabled_by_env())
+		return 0;
+	w->engine.ring = mem_zalloc(sizeof(struct ring));
+	if (!w->engine.ring)
+		return -ENOMEM;
+	ret = ring_new(w, &r);
+	if (ret == 0)
+		return 1;
+	mem_free(w->engine.ring);
+	w->engine.ring = NULL;
+	return ret < 0 ? ret : 0;
+}
+
+void ring_close(struct fsnw *w)
+{
+	struct ring *rs = w->engine.ring;
+
+	if (!rs)
+		return;
+	/*
+	 * An armed poll holds a reference to the group's file, and a closed
+	 * ring lets go of its requests later, from a kernel worker: the
+	 * inotify instance would outlive fsnw_close, and a new handle could
+	 * meet max_user_instances. So the poll is cancelled first. The cancel
+	 * completes at once; the poll's own completion, which lets go of the
+	 * file, runs as task work of the thread that armed it: for the
+	 * closing thread's ring before this returns, for another thread's
+	 * when that thread next returns from the kernel (never waited for
+	 * here, as that thread may be asleep).
+	 */
+	for (unsigned i = 0; i < rs->n; i++) {
+		struct one_ring *r = rs->r[i];
+
+		(void)reap(r);
+		if (r->armed) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&r->uring);
+
+			if (sqe) {
+				io_uring_prep_poll_remove(sqe, POLL_DATA);
+				io_uring_sqe_set_data64(sqe, CANCEL_DATA);
+				(void)io_uring_submit_and_wait(&r->uring, 1);
+			}
+		}
+		io_uring_queue_exit(&r->uring);
+		mem_free(r);
+	}
+	mem_free(rs);
+	w->engine.ring = NULL;
+}
+
+bool ring_quiet(struct fsnw *w)
+{
+	struct ring *rs = w->engine.ring;
+	struct one_ring *r = NULL;
+
+	if (!rs)
+		return false;
+	for (unsigned i = 0; i < rs->n && !r; i++)
+		if (rs->r[i]->owner == &thread_token)
+			r = rs->r[i];
+	if (!r) {
+		/* A thread's first look: a ring of its own, if it may have one. */
+		if (rs->failed || rs->n == RINGS_MAX)
+			return false;
+		if (ring_new(w, &r) != 0) {
+			rs->failed = true;
+			return false;
+		}
+		return r->armed && !reap(r);
+	}
+	if (reap(r))
+		return false; /* something was queued: read it */
+	return r->armed || arm(w, r);
+}
+
+void ring_drained(struct fsnw *w)
+{
+	struct ring *rs = w->engine.ring;
+
+	/* A completion now may be for an event after the drain's last read;
+	 * consuming it is safe all the same, as the next look arms the poll
+	 * again, which sees the queue as it is then. */
+	for (unsigned i = 0; rs && i < rs->n; i++)
+		(void)reap(rs->r[i]);
+}
+
+#else /* !FSNW_HAVE_IO_URING */
+
+int ring_open(struct fsnw *w)
+{
+	(void)w;
+	return 0;
+}
+
+void ring_close(struct fsnw *w)
+{
+	(void)w;
+}
+
+bool ring_quiet(struct fsnw *w)
+{
+	(void)w;
+	return false;
+}
+
+void ring_drained(struct fsnw *w)
+{
+	(void)w;
+}
+
+#endif
