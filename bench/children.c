@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "evio.h"
-#include "harness.h"
 #include "scenarios.h"
 
 const char *const children_variant_names[] = { "raw", "lib", NULL };

@@ -23,8 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "evio.h"
-#include "harness.h"
 #include "scenarios.h"
 #include "svg.h"
 #include "table.h"

@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "evio.h"
-#include "harness.h"
 #include "itools.h"
 #include "scenarios.h"
 #include "table.h"

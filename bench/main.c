@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "bench.h"
 #include "cli.h"
-#include "harness.h"
 #include "scenarios.h"
 
 static int (*const runners[CMD_COUNT])(struct bench *) = {

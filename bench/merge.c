@@ -26,8 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "evio.h"
-#include "harness.h"
 #include "itools.h"
 #include "linq.h"
 #include "queue.h"

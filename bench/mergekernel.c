@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "bench.h"
 
 void merge_kernel(struct bench *b, long N, int warmup, int rounds);
 

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "evio.h"
-#include "harness.h"
 #include "reader.h"
 #include "scenarios.h"
 #include "summary.h"

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness.h"
+#include "bench.h"
 #include "scenarios.h"
 #include "table.h"
 

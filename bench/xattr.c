@@ -11,7 +11,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "bench.h"
 #include "scenarios.h"
 
 #define XATTR_NAME "user.fsnw-bench"
