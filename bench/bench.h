@@ -17,6 +17,7 @@
 #include "csv.h"
 #include "results.h"
 #include "run.h"
+#include "scenario.h"
 
 struct chart;
 struct skip;

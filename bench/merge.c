@@ -30,28 +30,44 @@
 #include "evio.h"
 #include "itools.h"
 #include "linq.h"
+#include "merge.h"
 #include "queue.h"
-#include "scenarios.h"
+#include "quick.h"
 #include "strref.h"
 #include "svg.h"
 #include "table.h"
 
-const char *const merge_variant_names[] = {
-	"queue", "linear", "lib", "kernel-limited", "kernel-unlimited", "read-raw", "read-lib",
-	"read-lib-nostats", "read-inotifytools", NULL,
+static struct merge_opts {
+	struct long_list depths;
+	long linear_max;
+	long merge_files;
+	long read_events;
+} opt;
+
+#define F(field) offsetof(struct merge_opts, field)
+static const struct bench_option options[] = {
+	{ .flag = "depths", .arg = "LIST", .type = OPT_LIST, .off = F(depths), .min = 1,
+	  .max = 1L << 26, .preset = { "256,1k", "1k,16k,1M", "1k,16k,1M", "1k,16k,1M" },
+	  .help = "queue depths" },
+	{ .flag = "linear-max-depth", .arg = "D", .type = OPT_LONG, .off = F(linear_max),
+	  .max = 1L << 26, .preset = { "16384", "16384", "16384", "16384" },
+	  .help = "deepest linear-scan queue run" },
+	{ .flag = "merge-files", .arg = "N", .type = OPT_LONG, .off = F(merge_files), .min = 2,
+	  .max = 1 << 22, .help = "files of the seed stream (one more than "
+	  "fs.fanotify.max_queued_events)" },
+	{ .flag = "read-events", .arg = "E", .type = OPT_LONG, .off = F(read_events), .min = 1,
+	  .max = 1 << 22, .preset = { "1000", "16000", "16000", "16000" },
+	  .help = "unique events of the read throughput" },
+	{ 0 },
+};
+#undef F
+
+static const char *const variants[] = {
+	"queue", "linear", "lib", "kernel-limited", "kernel-unlimited", "read-raw",
+	"read-lib", "read-lib-nostats", "read-inotifytools", NULL,
 };
 
-void merge_kernel(struct bench *b, long N, int warmup, int rounds);
-
-/* Names fname_0 ... fname_{n-1}, packed. */
-struct names {
-	long n;
-	char *buf;
-	uint32_t *off;
-	uint8_t *len;
-};
-
-static int names_make(struct names *nm, long n, const char *prefix)
+int names_make(struct names *nm, long n, const char *prefix)
 {
 	size_t cap = (size_t)n * 24, used = 0;
 
@@ -59,8 +75,10 @@ static int names_make(struct names *nm, long n, const char *prefix)
 	nm->buf = malloc(cap);
 	nm->off = malloc((size_t)n * sizeof(*nm->off));
 	nm->len = malloc((size_t)n);
-	if (!nm->buf || !nm->off || !nm->len)
+	if (!nm->buf || !nm->off || !nm->len) {
+		names_free(nm);
 		return -ENOMEM;
+	}
 	for (long i = 0; i < n; i++) {
 		int l = snprintf(nm->buf + used, cap - used, "%s%ld", prefix, i);
 
@@ -71,15 +89,13 @@ static int names_make(struct names *nm, long n, const char *prefix)
 	return 0;
 }
 
-static void names_free(struct names *nm)
+void names_free(struct names *nm)
 {
 	free(nm->buf);
 	free(nm->off);
 	free(nm->len);
 	memset(nm, 0, sizeof(*nm));
 }
-
-#define NAME(nm, i) ((nm)->buf + (nm)->off[i])
 
 struct qresult {
 	double fill, merge, all;
@@ -215,15 +231,15 @@ static struct qresult linear_round(struct bench *b, struct linq *lq, const struc
 	return r;
 }
 
-static void run_queues(struct bench *b)
+static void run_queues(struct bench *b, const struct long_list *depths, long linear_max)
 {
 	int warmup, rounds;
 
-	bench_rounds(b, cli_pick(b->o, 0, 1, 1, 1), (int)cli_pick(b->o, 2, 5, 5, 5), &warmup,
+	bench_rounds(b, bench_pick(b, 0, 1, 1, 1), (int)bench_pick(b, 2, 5, 5, 5), &warmup,
 		     &rounds);
 	bench_pin_self(b, 0);
-	for (int k = 0; k < b->o->depths.n; k++) {
-		long D = b->o->depths.v[k];
+	for (int k = 0; k < depths->n; k++) {
+		long D = depths->v[k];
 		struct names nm;
 
 		if (!cli_variant_on(b->o, "queue") && !cli_variant_on(b->o, "linear"))
@@ -237,7 +253,7 @@ static void run_queues(struct bench *b)
 
 			if (!cli_variant_on(b->o, name))
 				continue;
-			if (v && D > b->o->linear_max) {
+			if (v && D > linear_max) {
 				bench_progress(b, "linear D=%ld skipped", D);
 				fprintf(stderr, "merge: linear at depth %ld not run: a full scan per "
 					"event costs ~%.0e comparisons; --linear-max-depth %ld to "
@@ -363,7 +379,7 @@ static void run_lib_stream(struct bench *b, long N)
 		bench_fail(b, "lib", N, 0, "set-up: %s", strerror(err ? -err : ENOMEM));
 		return;
 	}
-	bench_rounds(b, cli_pick(b->o, 0, 1, 1, 1), (int)cli_pick(b->o, 1, 2, 3, 3), &warmup,
+	bench_rounds(b, bench_pick(b, 0, 1, 1, 1), (int)bench_pick(b, 1, 2, 3, 3), &warmup,
 		     &rounds);
 	for (int r = 0; r < warmup + rounds; r++) {
 		bench_progress(b, "lib round %d/%d", r + 1, warmup + rounds);
@@ -463,9 +479,9 @@ out:
 }
 
 /* Events for the read throughput: what was asked, if the kernel queue holds it. */
-static long read_size(const struct bench *b)
+static long read_size(void)
 {
-	long E = b->o->read_events;
+	long E = opt.read_events;
 	long kmax = read_sysctl("/proc/sys/fs/inotify/max_queued_events");
 
 	return kmax > 0 && E >= kmax ? kmax - 1 : E;
@@ -476,7 +492,7 @@ static void run_read(struct bench *b, long E)
 	static const char *const names[] = { "read-raw", "read-lib", "read-lib-nostats",
 					     "read-inotifytools" };
 	char dir[4096], why[256];
-	struct names nm;
+	struct names nm = { 0 };
 	int warmup, rounds, err;
 	bool any = false;
 
@@ -484,7 +500,7 @@ static void run_read(struct bench *b, long E)
 		any |= cli_variant_on(b->o, names[v]);
 	if (!any)
 		return;
-	if (E != b->o->read_events)
+	if (E != opt.read_events)
 		fprintf(stderr, "merge: read throughput uses %ld events: "
 			"fs.inotify.max_queued_events holds no more\n", E);
 	err = bench_mkdir(b, "merge-read", dir, sizeof(dir));
@@ -494,9 +510,10 @@ static void run_read(struct bench *b, long E)
 		err = bench_make_files(b, dir, "r", E, 0);
 	if (err) {
 		bench_fail(b, "read-raw", E, 0, "set-up: %s", strerror(-err));
+		names_free(&nm);
 		return;
 	}
-	bench_rounds(b, cli_pick(b->o, 0, 1, 1, 1), (int)cli_pick(b->o, 2, 20, 20, 20), &warmup,
+	bench_rounds(b, bench_pick(b, 0, 1, 1, 1), (int)bench_pick(b, 2, 20, 20, 20), &warmup,
 		     &rounds);
 	bench_pin_self(b, 0);
 	/* Interleaved by round, so a slow minute of the machine hits every variant alike. */
@@ -517,17 +534,28 @@ static void run_read(struct bench *b, long E)
 	names_free(&nm);
 }
 
+/* The seed's N: one more than the kernel queue holds, unless --merge-files says. */
+static long seed_files(void)
+{
+	long max = read_sysctl("/proc/sys/fs/fanotify/max_queued_events");
+
+	if (opt.merge_files > 0)
+		return opt.merge_files;
+	return (max > 0 ? max : 16384) + 1;
+}
+
 static void merge_summary(struct bench *b, long N, long E)
 {
 	const char *heads[] = { "depth", "queue ns/ev", "linear ns/ev", "linear/queue",
 				"queue merged", "queue dropped", "linear merged" };
+	const struct long_list *dl = &opt.depths;
 	struct table t;
 	char x[32], y[32], z[32];
 	double lo, hi, raw, lib, off, it;
 
 	table_init(&t, "rrrrrrr", heads);
-	for (int k = 0; k < b->o->depths.n; k++) {
-		long D = b->o->depths.v[k];
+	for (int k = 0; k < dl->n; k++) {
+		long D = dl->v[k];
 		double q = bench_median(b, "merge", "queue", D, "enqueue");
 		double l = bench_median(b, "merge", "linear", D, "enqueue");
 
@@ -546,11 +574,11 @@ static void merge_summary(struct bench *b, long N, long E)
 	       "capacity = depth) --\n");
 	table_print(&t, stdout);
 	table_free(&t);
-	lo = bench_median(b, "merge", "queue", b->o->depths.v[0], "enqueue");
-	hi = bench_median(b, "merge", "queue", b->o->depths.v[b->o->depths.n - 1], "enqueue");
-	if (b->o->depths.n > 1 && !isnan(lo) && !isnan(hi))
+	lo = bench_median(b, "merge", "queue", dl->v[0], "enqueue");
+	hi = bench_median(b, "merge", "queue", dl->v[dl->n - 1], "enqueue");
+	if (dl->n > 1 && !isnan(lo) && !isnan(hi))
 		printf("queue: depth %ld costs %.2fx depth %ld per enqueue (target at most 1.5x)\n",
-		       b->o->depths.v[b->o->depths.n - 1], hi / lo, b->o->depths.v[0]);
+		       dl->v[dl->n - 1], hi / lo, dl->v[0]);
 	lo = bench_median(b, "merge", "kernel-unlimited", N, "events");
 	if (!isnan(lo))
 		printf("kernel, unlimited queue: %.0f events for %ld files opened twice "
@@ -570,8 +598,8 @@ static void merge_chart(struct bench *b)
 	struct chart *c = chart_new("merge: enqueue cost on a merge-heavy stream (capacity = "
 				    "depth)", "queue depth (events)", "ns per enqueue", true, true);
 
-	for (int k = 0; k < b->o->depths.n; k++) {
-		long D = b->o->depths.v[k];
+	for (int k = 0; k < opt.depths.n; k++) {
+		long D = opt.depths.v[k];
 
 		chart_point(c, "queue (hashed, lib)", (double)D,
 			    bench_median(b, "merge", "queue", D, "enqueue"));
@@ -584,32 +612,74 @@ static void merge_chart(struct bench *b)
 		chart_free(c);
 }
 
-int scen_merge(struct bench *b)
+static int merge_run(struct bench *b)
 {
-	long N = b->o->merge_files;
+	long N = seed_files();
 	int warmup, rounds;
 
-	if (N < 0) {
-		long max = read_sysctl("/proc/sys/fs/fanotify/max_queued_events");
-
-		/* The seed's N: one more than the kernel queue holds. */
-		N = (max > 0 ? max : 16384) + 1;
-	}
 	bench_begin(b, "merge", "depth");
-	run_queues(b);
+	run_queues(b, &opt.depths, opt.linear_max);
 	run_lib_stream(b, N);
-	bench_rounds(b, cli_pick(b->o, 0, 0, 1, 1), (int)cli_pick(b->o, 1, 1, 3, 3), &warmup,
+	bench_rounds(b, bench_pick(b, 0, 0, 1, 1), (int)bench_pick(b, 1, 1, 3, 3), &warmup,
 		     &rounds);
 	if (cli_variant_on(b->o, "kernel-limited") || cli_variant_on(b->o, "kernel-unlimited"))
 		merge_kernel(b, N, warmup, rounds);
-	run_read(b, read_size(b));
+	run_read(b, read_size());
 	merge_chart(b);
 	{
 		bool tables = b->tables;
 
 		bench_end(b);
 		if (tables)
-			merge_summary(b, N, read_size(b));
+			merge_summary(b, N, read_size());
 	}
 	return 0;
 }
+
+static void merge_quick(struct bench *b, struct quick *q)
+{
+	const struct long_list *dl = &opt.depths;
+	long N = seed_files(), E = read_size();
+	char label[96];
+
+	for (int k = 0; k < dl->n; k++) {
+		long D = dl->v[k];
+		double linear = D > opt.linear_max ? quick_may(q, "linear", D, "enqueue") :
+						     quick_need(q, "linear", D, "enqueue");
+
+		snprintf(label, sizeof(label), "merge queue, depth %ld", D);
+		quick_row(q, label, "ns/event", linear, NAN, quick_need(q, "queue", D, "enqueue"),
+			  "raw col. = linear scan (pre-5.13 kernel); lib merged %.0f, dropped "
+			  "%.0f", quick_need(q, "queue", D, "merged"),
+			  quick_need(q, "queue", D, "dropped"));
+	}
+	snprintf(label, sizeof(label), "merge seed stream, %ld files x2", N);
+	quick_row(q, label, "events", quick_need(q, "kernel-limited", N, "events"), NAN,
+		  quick_need(q, "lib", N, "events"),
+		  "raw col. = fanotify limited queue (+%.0f overflow); lib +%.0f overflow; "
+		  "fanotify unlimited %.0f events", quick_need(q, "kernel-limited", N, "overflows"),
+		  quick_need(q, "lib", N, "overflows"),
+		  quick_need(q, "kernel-unlimited", N, "events"));
+	{
+		double on = quick_need(q, "read-lib", E, "read");
+		double off = quick_need(q, "read-lib-nostats", E, "read");
+
+		quick_row(q, "event read throughput", "ns/event",
+			  quick_need(q, "read-raw", E, "read"),
+			  quick_need(q, "read-inotifytools", E, "read"), on,
+			  "%ld unique events; timing off %.1f ns (on/off %+.1f%%, target within "
+			  "3%%)", E, off, (on / off - 1) * 100);
+	}
+}
+
+BENCH_SCENARIO(merge) = {
+	.name = "merge",
+	.order = 50,
+	.summary = "merging event queues, kernel and user space (seed 004)",
+	.flags = SCEN_MEASURES | SCEN_ROUNDS | SCEN_CHARTS,
+	.run = merge_run,
+	.variants = variants,
+	.options = options,
+	.opts = &opt,
+	.quick = merge_quick,
+};

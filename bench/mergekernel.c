@@ -27,8 +27,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-
-void merge_kernel(struct bench *b, long N, int warmup, int rounds);
+#include "merge.h"
 
 enum msg_type { MSG_RESULT, MSG_SKIP, MSG_FAIL, MSG_PROGRESS };
 

@@ -89,13 +89,16 @@ static void copy(char *dst, size_t cap, const char *src)
 }
 
 /*
- * A test aid: FSNW_BENCH_FAIL_VARIANT=scenario/variant marks every round of
- * that variant failed, so the test suite can see a failed check reach the
- * CSV and the exit status without breaking the kernel on purpose.
+ * Test aids, named scenario/variant in the environment:
+ * FSNW_BENCH_FAIL_VARIANT marks every round of that variant failed, so the
+ * test suite can see a failed check reach the CSV and the exit status
+ * without breaking the kernel on purpose; FSNW_BENCH_DROP_VARIANT keeps
+ * none of its rows, as if it had never been measured, so the tests can see
+ * quick refuse a row it cannot fill.
  */
-static bool injected_failure(const struct bench *b, const char *variant)
+static bool named_in_env(const struct bench *b, const char *env, const char *variant)
 {
-	const char *v = getenv("FSNW_BENCH_FAIL_VARIANT");
+	const char *v = getenv(env);
 	size_t n = strlen(b->scenario);
 
 	return v && !strncmp(v, b->scenario, n) && v[n] == '/' && !strcmp(v + n + 1, variant);
@@ -106,6 +109,8 @@ void bench_record(struct bench *b, const char *variant, long workers, int round,
 {
 	struct row *r;
 
+	if (named_in_env(b, "FSNW_BENCH_DROP_VARIANT", variant))
+		return;
 	if (b->nrows == b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 256;
 		struct row *n = realloc(b->rows, cap * sizeof(*n));
@@ -125,7 +130,7 @@ void bench_record(struct bench *b, const char *variant, long workers, int round,
 	r->workers = workers;
 	r->round = round;
 	r->value = value;
-	if (ok && injected_failure(b, variant)) {
+	if (ok && named_in_env(b, "FSNW_BENCH_FAIL_VARIANT", variant)) {
 		bench_fail(b, variant, workers, round, "%s: failure injected by "
 			   "FSNW_BENCH_FAIL_VARIANT", metric);
 		ok = false;

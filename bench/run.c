@@ -187,11 +187,25 @@ void bench_fatal(struct bench *b, const char *fmt, ...)
 	_exit(1);
 }
 
+long bench_pick(const struct bench *b, long tiny, long small, long def, long seed)
+{
+	switch (b->o->size) {
+	case SIZE_TINY:
+		return tiny;
+	case SIZE_SMALL:
+		return small;
+	case SIZE_SEED:
+		return seed;
+	default:
+		return def;
+	}
+}
+
 void bench_rounds(const struct bench *b, int def_warmup, int def_rounds, int *warmup,
 		  int *rounds)
 {
-	*warmup = b->o->warmup >= 0 ? b->o->warmup : def_warmup;
-	*rounds = b->o->rounds >= 1 ? b->o->rounds : def_rounds;
+	*warmup = b->o->warmup >= 0 ? (int)b->o->warmup : def_warmup;
+	*rounds = b->o->rounds >= 1 ? (int)b->o->rounds : def_rounds;
 }
 
 int bench_mkdir(struct bench *b, const char *name, char *path, size_t len)

@@ -22,6 +22,8 @@ void bench_fini(struct bench *b);
 void bench_fatal(struct bench *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));
 
+/* The preset's value: tiny, small, default or seed. */
+long bench_pick(const struct bench *b, long tiny, long small, long def, long seed);
 /* Rounds of a scenario: its defaults unless --warmup / --rounds say otherwise. */
 void bench_rounds(const struct bench *b, int def_warmup, int def_rounds, int *warmup,
 		  int *rounds);
