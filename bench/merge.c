@@ -4,10 +4,9 @@
  * unique names (the "create" pass: nothing can merge), then one more event
  * on each name in the same order (the "open" pass: each may merge).
  *
- *  queue   the library's user-space queue (lib/queue.c) fed that stream at
- *          depth D (capacity D, D unique names), against
- *  linear  a plain linear-scan queue of the same capacity (linq.c, the
- *          pre-2021 kernel algorithm): ns per enqueue, merged, dropped.
+ *  queue / linear
+ *          the library's queue driven through the public API against a
+ *          linear-scan queue, at each depth (mergequeue.c).
  *  kernel-limited / kernel-unlimited
  *          the stream made by the kernel: files created then opened under a
  *          fanotify FAN_CLASS_NOTIF mount mark (mergekernel.c).
@@ -29,11 +28,8 @@
 #include "bench.h"
 #include "evio.h"
 #include "itools.h"
-#include "linq.h"
 #include "merge.h"
-#include "queue.h"
 #include "quick.h"
-#include "strref.h"
 #include "svg.h"
 #include "table.h"
 
@@ -95,188 +91,6 @@ void names_free(struct names *nm)
 	free(nm->off);
 	free(nm->len);
 	memset(nm, 0, sizeof(*nm));
-}
-
-struct qresult {
-	double fill, merge, all;
-	uint64_t queued, merged, dropped, overflows;
-	bool ok;
-};
-
-static void record_q(struct bench *b, const char *variant, long D, int m, const struct qresult *r)
-{
-	if (m <= 0)
-		return;
-	bench_record(b, variant, D, m, "enqueue", r->all, "ns/event", r->ok);
-	bench_record(b, variant, D, m, "fill", r->fill, "ns/event", r->ok);
-	bench_record(b, variant, D, m, "merge", r->merge, "ns/event", r->ok);
-	bench_record(b, variant, D, m, "merged", (double)r->merged, "events", r->ok);
-	bench_record(b, variant, D, m, "dropped", (double)r->dropped, "events", r->ok);
-	bench_record(b, variant, D, m, "overflows", (double)r->overflows, "events", r->ok);
-}
-
-/*
- * The library's queue at depth D; its order and counts are checked after.
- * The queue lives across the rounds, as a daemon's does: the warm-up round
- * pays for growing it, measured rounds run in the steady state the library
- * is built for (slots and name buffers reused, no allocation per event).
- */
-static struct qresult queue_round(struct bench *b, struct queue *q, const struct names *nm,
-				  long D, int m)
-{
-	struct qresult r = { .ok = true };
-	struct qowner owner = { .wid = 1 };
-	struct strref *path = strref_new("/bench", 6);
-	struct fsnw_event *ev = malloc(4096 * sizeof(*ev));
-	struct queue_counters c0 = *queue_counters(q);
-	const struct queue_counters *c;
-	uint64_t t0, t1, t2, sum = 0;
-	long next = 0, popped = 0, overflows = 0;
-	bool late = false, order = true;
-	size_t n;
-
-	if (!path || !ev)
-		bench_fatal(b, "out of memory");
-	t0 = now_ns();
-	for (long i = 0; i < D; i++)
-		queue_push(q, &owner, path, FSNW_OPEN, 0, NAME(nm, i), nm->len[i], 0);
-	t1 = now_ns();
-	for (long i = 0; i < D; i++)
-		queue_push(q, &owner, path, FSNW_OPEN, 0, NAME(nm, i), nm->len[i], 0);
-	t2 = now_ns();
-	c = queue_counters(q);
-	r.queued = c->queued - c0.queued;
-	r.merged = c->merged - c0.merged;
-	r.dropped = c->dropped_full - c0.dropped_full;
-	while ((n = queue_pop(q, ev, 4096)) > 0) {
-		for (size_t k = 0; k < n; k++) {
-			if (ev[k].mask & FSNW_OVERFLOW) {
-				overflows++;
-				continue;
-			}
-			late |= overflows > 0;
-			popped++;
-			sum += ev[k].count;
-			if (next >= D || !ev[k].name || strcmp(ev[k].name, NAME(nm, next)))
-				order = false;
-			next++;
-		}
-		queue_release_delivered(q);
-	}
-	r.overflows = (uint64_t)overflows;
-	r.fill = (double)(t1 - t0) / D;
-	r.merge = (double)(t2 - t1) / D;
-	r.all = (double)(t2 - t0) / (2.0 * D);
-	if (r.queued + r.merged + r.dropped != 2 * (uint64_t)D || (uint64_t)popped != r.queued ||
-	    sum != r.queued + r.merged || !order || late || overflows != (r.dropped ? 1 : 0) ||
-	    queue_depth(q) != 0) {
-		bench_fail(b, "queue", D, m, "%llu queued + %llu merged + %llu dropped of %ld; "
-			   "%ld popped, counts sum %llu, order %s, %ld overflows%s",
-			   (unsigned long long)r.queued, (unsigned long long)r.merged,
-			   (unsigned long long)r.dropped, 2 * D, popped, (unsigned long long)sum,
-			   order ? "kept" : "BROKEN", overflows, late ? " (not at the tail)" : "");
-		r.ok = false;
-	}
-	strref_put(path);
-	free(ev);
-	return r;
-}
-
-/* The linear queue, also reused across rounds (emptied after each). */
-static struct qresult linear_round(struct bench *b, struct linq *lq, const struct names *nm,
-				   long D, int m)
-{
-	struct qresult r = { .ok = true };
-	static const char owner;
-	struct linq q = *lq;
-	uint64_t t0, t1, t2, sum = 0;
-	bool order = true;
-
-	q.n = 0;
-	q.overflow = false;
-	q.queued = q.merged = q.dropped = 0;
-	t0 = now_ns();
-	for (long i = 0; i < D; i++) {
-		linq_push(&q, &owner, FSNW_OPEN, NAME(nm, i), nm->len[i]);
-		if (!(i & 1023))
-			bench_progress(b, "linear D=%ld: fill %ld/%ld", D, i, D);
-	}
-	t1 = now_ns();
-	for (long i = 0; i < D; i++) {
-		linq_push(&q, &owner, FSNW_OPEN, NAME(nm, i), nm->len[i]);
-		if (!(i & 1023))
-			bench_progress(b, "linear D=%ld: merge %ld/%ld", D, i, D);
-	}
-	t2 = now_ns();
-	for (size_t k = 0; k < q.n; k++) {
-		sum += q.e[k].count;
-		order &= !strcmp(q.e[k].name, NAME(nm, (long)k));
-	}
-	r.queued = q.queued;
-	r.merged = q.merged;
-	r.dropped = q.dropped;
-	r.overflows = q.overflow;
-	r.fill = (double)(t1 - t0) / D;
-	r.merge = (double)(t2 - t1) / D;
-	r.all = (double)(t2 - t0) / (2.0 * D);
-	/* A full scan finds every earlier event: all of the second pass merges. */
-	if (r.queued != (uint64_t)D || r.merged != (uint64_t)D || r.dropped || !order ||
-	    sum != 2 * (uint64_t)D) {
-		bench_fail(b, "linear", D, m, "%llu queued, %llu merged, %llu dropped of %ld; "
-			   "order %s", (unsigned long long)r.queued, (unsigned long long)r.merged,
-			   (unsigned long long)r.dropped, 2 * D, order ? "kept" : "BROKEN");
-		r.ok = false;
-	}
-	*lq = q;
-	return r;
-}
-
-static void run_queues(struct bench *b, const struct long_list *depths, long linear_max)
-{
-	int warmup, rounds;
-
-	bench_rounds(b, bench_pick(b, 0, 1, 1, 1), (int)bench_pick(b, 2, 5, 5, 5), &warmup,
-		     &rounds);
-	bench_pin_self(b, 0);
-	for (int k = 0; k < depths->n; k++) {
-		long D = depths->v[k];
-		struct names nm;
-
-		if (!cli_variant_on(b->o, "queue") && !cli_variant_on(b->o, "linear"))
-			break;
-		if (names_make(&nm, D, "fname_") < 0)
-			bench_fatal(b, "out of memory");
-		for (int v = 0; v < 2; v++) {
-			const char *name = v ? "linear" : "queue";
-			struct queue *q = NULL;
-			struct linq lq = { 0 };
-
-			if (!cli_variant_on(b->o, name))
-				continue;
-			if (v && D > linear_max) {
-				bench_progress(b, "linear D=%ld skipped", D);
-				fprintf(stderr, "merge: linear at depth %ld not run: a full scan per "
-					"event costs ~%.0e comparisons; --linear-max-depth %ld to "
-					"force\n", D, (double)D * (double)D, D);
-				continue;
-			}
-			if (v ? linq_init(&lq, (size_t)D) < 0 : !(q = queue_new((uint32_t)D, 1)))
-				bench_fatal(b, "out of memory");
-			for (int r = 0; r < warmup + rounds; r++) {
-				struct qresult res;
-
-				bench_progress(b, "%s D=%ld round %d/%d", name, D, r + 1,
-					       warmup + rounds);
-				res = v ? linear_round(b, &lq, &nm, D, r - warmup + 1) :
-					  queue_round(b, q, &nm, D, r - warmup + 1);
-				record_q(b, name, D, r - warmup + 1, &res);
-			}
-			queue_free(q);
-			linq_fini(&lq);
-		}
-		names_free(&nm);
-	}
-	bench_unpin_self(b);
 }
 
 /* ---- the seed's stream through the library ---- */
@@ -570,8 +384,8 @@ static void merge_summary(struct bench *b, long N, long E)
 		table_cell(&t, "%s", fmt_num(z, sizeof(z), bench_median(b, "merge", "linear", D,
 									 "merged")));
 	}
-	printf("\n-- merge: the library's queue vs a linear scan (medians; both passes, "
-	       "capacity = depth) --\n");
+	printf("\n-- merge: the library's queue (through fsnw_pump) vs a linear scan of capacity "
+	       "= depth (medians; both passes) --\n");
 	table_print(&t, stdout);
 	table_free(&t);
 	lo = bench_median(b, "merge", "queue", dl->v[0], "enqueue");
@@ -595,8 +409,8 @@ static void merge_summary(struct bench *b, long N, long E)
 
 static void merge_chart(struct bench *b)
 {
-	struct chart *c = chart_new("merge: enqueue cost on a merge-heavy stream (capacity = "
-				    "depth)", "queue depth (events)", "ns per enqueue", true, true);
+	struct chart *c = chart_new("merge: enqueue cost on a merge-heavy stream",
+				    "queue depth (events)", "ns per enqueue", true, true);
 
 	for (int k = 0; k < opt.depths.n; k++) {
 		long D = opt.depths.v[k];
@@ -618,7 +432,7 @@ static int merge_run(struct bench *b)
 	int warmup, rounds;
 
 	bench_begin(b, "merge", "depth");
-	run_queues(b, &opt.depths, opt.linear_max);
+	merge_queues(b, &opt.depths, opt.linear_max);
 	run_lib_stream(b, N);
 	bench_rounds(b, bench_pick(b, 0, 0, 1, 1), (int)bench_pick(b, 1, 1, 3, 3), &warmup,
 		     &rounds);
@@ -650,7 +464,7 @@ static void merge_quick(struct bench *b, struct quick *q)
 		snprintf(label, sizeof(label), "merge queue, depth %ld", D);
 		quick_row(q, label, "ns/event", linear, NAN, quick_need(q, "queue", D, "enqueue"),
 			  "raw col. = linear scan (pre-5.13 kernel); lib merged %.0f, dropped "
-			  "%.0f", quick_need(q, "queue", D, "merged"),
+			  "%.0f, through fsnw_pump", quick_need(q, "queue", D, "merged"),
 			  quick_need(q, "queue", D, "dropped"));
 	}
 	snprintf(label, sizeof(label), "merge seed stream, %ld files x2", N);

@@ -20,6 +20,8 @@ int names_make(struct names *nm, long n, const char *prefix);
 void names_free(struct names *nm);
 #define NAME(nm, i) ((nm)->buf + (nm)->off[i])
 
+/* queue and linear at each depth (mergequeue.c). */
+void merge_queues(struct bench *b, const struct long_list *depths, long linear_max);
 /* kernel-limited and kernel-unlimited: N files under fanotify (mergekernel.c). */
 void merge_kernel(struct bench *b, long N, int warmup, int rounds);
 

@@ -1,6 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The bench area's tests: bench-test.sh CASE FSNW_BENCH FIXTURES_DIR [MAN_PAGE]
+# The bench area's tests:
+#   bench-test.sh CASE FSNW_BENCH FIXTURES_DIR [MAN_PAGE [INTERNAL_ARCHIVE]]
 # Exit 0 pass, 1 fail, 77 skip. No test looks at how fast anything ran: the
 # machine is shared, and a wall-clock threshold would test the machine.
 set -u
@@ -8,6 +9,7 @@ case_=$1
 bench=$2
 fixtures=$3
 manpage=${4:-}
+internal=${5:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/fsnw-bench-test.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
@@ -226,6 +228,19 @@ quick-refuses)
 	has "$(row '^xattr flistxattr')" "NOT FILLED"
 	grep -q 'could not be filled' "$tmp/out" || fail "no summary line"
 	;;
+queue-abi)
+	# The queue round goes through the kernel and the public API: at depth
+	# 256 the fan-out is 64 watches x 4 files, touched twice: 8 kernel events,
+	# 256 merged, nothing dropped.
+	run merge --size tiny --quiet --variants queue --depths 256 --csv "$tmp/q.csv" \
+		>/dev/null || fail "merge exited $?"
+	awk -F, '$2 == "queue" && $6 == "kernel-events" && $7 != 8 { bad = 1 }
+		$2 == "queue" && $6 == "merged" && $7 != 256 { bad = 1 }
+		$2 == "queue" && $6 == "dropped" && $7 != 0 { bad = 1 }
+		$2 == "queue" && $6 == "kernel-events" { n++ }
+		END { exit bad || !n }' "$tmp/q.csv" ||
+		fail "queue counts: $(grep queue "$tmp/q.csv")"
+	;;
 svg)
 	run churn --size tiny --quiet --variants raw,lib,floor --svg "$tmp/c.svg" >/dev/null ||
 		fail "churn exited $?"
@@ -244,11 +259,22 @@ svg)
 	grep -q 'log scale' "$tmp/m.svg" || fail "merge depth axis is not log"
 	;;
 links)
-	# The scenarios measure the shared library as users get it: every
-	# fsnw_* call must resolve to libfsnwatch.so, not to the archive copy.
+	# fsnw-bench is a client of the public ABI: every fsnw_* call resolves
+	# to libfsnwatch.so, and no internal module of the library is linked in.
 	command -v nm >/dev/null || exit 77
 	nm -D "$bench" | grep -q ' U fsnw_open@' || fail "fsnw_open is not taken from the .so"
 	nm "$bench" | grep -q ' [Tt] fsnw_open$' && fail "fsnw_open linked in statically"
+	nm --defined-only "$bench" | awk '{ print $3 }' | sort -u >"$tmp/bench.syms"
+	grep -E '^(queue_|htab_|strref_|fsnw_(malloc|calloc|realloc|free)$|should_fail$)' \
+		"$tmp/bench.syms" && fail "private copies of the library's internals"
+	if [ -n "$internal" ] && [ -r "$internal" ]; then
+		nm -g --defined-only "$internal" 2>/dev/null | awk 'NF == 3 { print $3 }' |
+			sort -u >"$tmp/internal.syms"
+		[ -s "$tmp/internal.syms" ] || fail "no symbols in $internal"
+		comm -12 "$tmp/internal.syms" "$tmp/bench.syms" >"$tmp/both"
+		[ -s "$tmp/both" ] &&
+			fail "defined in the bench and the library: $(cat "$tmp/both")"
+	fi
 	exit 0
 	;;
 scenarios)
