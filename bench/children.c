@@ -218,7 +218,7 @@ static void children_quick(struct bench *b, struct quick *q)
 
 	snprintf(label, sizeof(label), "addwatch-children %ld, add", opt.children);
 	quick_row(q, label, "ns", quick_need(q, "raw", W, "add-avg"), NAN,
-		  quick_need(q, "lib", W, "add-avg"),
+		  quick_need(q, "lib", W, "add-avg"), NAN,
 		  "max %.0f / %.0f; then close(group) %.0f ns vs fsnw_remove %.0f ns",
 		  quick_need(q, "raw", W, "add-max"), quick_need(q, "lib", W, "add-max"),
 		  quick_need(q, "raw", W, "remove-avg"), quick_need(q, "lib", W, "remove-avg"));

@@ -38,7 +38,7 @@ static const struct bench_option options[] = {
 	  .max = 65536, .preset = { "8", "32", "32", "96" },
 	  .help = "(watcher, file) pairs and inotify groups" },
 	{ .flag = "workers", .arg = "LIST", .type = OPT_LIST, .off = F(workers), .min = 1,
-	  .max = 1024, .preset = { "1..cpus", "1..cpus", "1..cpus", "8" },
+	  .max = 1024, .preset = { "1..cpus", "1,2,4,8", "1..cpus", "8" },
 	  .help = "worker counts" },
 	{ .flag = "bulk", .arg = "B", .type = OPT_LONG, .off = F(bulk), .min = 1, .max = 1 << 20,
 	  .preset = { "64", "1024", "1024", "1024" },
@@ -682,6 +682,11 @@ static void churn_summary(struct bench *b, int G)
 		table_print(&t, stdout);
 	}
 	table_free(&t);
+	for (int k = 0; k < wl->n; k++)
+		if (bench_oversubscribed(b, wl->v[k]))
+			printf("workers %ld: more than the %d CPU%s the workers may use: they take "
+			       "turns (oversubscribed)\n", wl->v[k], bench_cpus(b),
+			       bench_cpus(b) == 1 ? "" : "s");
 	for (int k = 0; k < wl->n; k++) {
 		long W = wl->v[k];
 		double on = bench_median(b, "churn", "lib", W, "distinct");
@@ -770,21 +775,31 @@ out:
 	return 0;
 }
 
+/* The largest worker count that is not oversubscribed (the smallest if all are). */
+static long widest_fit(const struct bench *b)
+{
+	long w = opt.workers.v[0];
+
+	for (int k = 0; k < opt.workers.n; k++)
+		if (!bench_oversubscribed(b, opt.workers.v[k]) && opt.workers.v[k] > w)
+			w = opt.workers.v[k];
+	return w;
+}
+
 static void churn_quick(struct bench *b, struct quick *q)
 {
 	static const char *const libs[] = { "lib", "lib-batch", "lib-idle" };
 	const struct long_list *wl = &opt.workers;
-	long wmax = wl->v[wl->n - 1];
-	char label[96], sm[40];
+	char label[128], wl_label[64], sm[40];
 
 	quick_row(q, "churn 1:1 add+remove, 1 thread", "ns/watch",
 		  quick_need(q, "bulk-raw", 1, "add+remove"), NAN,
-		  quick_need(q, "bulk-lib", 1, "add+remove"),
+		  quick_need(q, "bulk-lib", 1, "add+remove"), NAN,
 		  "%ld dirs, one group; batch calls %.0f; target ratio <= 1.10", opt.bulk,
 		  quick_need(q, "bulk-lib-batch", 1, "add+remove"));
 	quick_row(q, "  same, + reading the IN_IGNOREDs", "ns/watch",
 		  quick_need(q, "bulk-raw", 1, "add+remove+drain"), NAN,
-		  quick_need(q, "bulk-lib", 1, "add+remove+drain"),
+		  quick_need(q, "bulk-lib", 1, "add+remove+drain"), NAN,
 		  "the library reads them during the removes; raw reads them after");
 	for (int topo = 0; topo < NTOPO; topo++)
 		for (int k = 0; k < wl->n; k++)
@@ -795,10 +810,11 @@ static void churn_quick(struct bench *b, struct quick *q)
 				double lib = quick_need(q, libs[v], W, topo_name[topo]);
 				double flo = quick_need(q, fl, W, topo_name[topo]);
 
-				snprintf(label, sizeof(label), "churn %s W=%ld %s", topo_name[topo], W,
+				snprintf(label, sizeof(label), "churn %s %s %s", topo_name[topo],
+					 bench_workers_label(b, "W", W, wl_label, sizeof(wl_label)),
 					 libs[v]);
 				snprintf(sm, sizeof(sm), "%s.syscalls", topo_name[topo]);
-				quick_row(q, label, "ns/watch", raw, NAN, lib,
+				quick_row(q, label, "ns/watch", raw, NAN, lib, lib / flo,
 					  "%s %.0f ns: gets %.2f of its speedup; syscalls/watch "
 					  "%.2f (floor %.2f)", fl, flo, flo / lib,
 					  quick_need(q, libs[v], W, sm), quick_need(q, fl, W, sm));
@@ -811,7 +827,7 @@ static void churn_quick(struct bench *b, struct quick *q)
 
 		quick_row(q, "churn timing on vs off, W=1 distinct", "ns/watch",
 			  quick_need(q, "timing-ab", 1, "distinct.off"), NAN,
-			  quick_need(q, "timing-ab", 1, "distinct.on"),
+			  quick_need(q, "timing-ab", 1, "distinct.on"), NAN,
 			  "raw col. = FSNW_OPEN_NO_STATS, interleaved; shared: off %.0f, on %.0f "
 			  "(%+.1f%%); target within 3%%", off, on, (on / off - 1) * 100);
 	}
@@ -820,14 +836,15 @@ static void churn_quick(struct bench *b, struct quick *q)
 		double lib = quick_need(q, "tree-lib", 1, "add");
 
 		snprintf(label, sizeof(label), "tree add, %ld dirs", opt.tree_dirs);
-		quick_row(q, label, "ms", quick_need(q, "tree-raw", 1, "add"), it, lib,
+		quick_row(q, label, "ms", quick_need(q, "tree-raw", 1, "add"), it, lib, NAN,
 			  "libinotifytools/lib %.2f (target >= 2); target lib/raw <= 1.15; "
 			  "fanotify: %s", it / lib,
 			  bench_skipped(b, "churn", "tree-lib-fan") ? "skipped" : "measured");
 	}
-	snprintf(label, sizeof(label), "mask-update W=%ld (kernel control)", wmax);
-	quick_row(q, label, "ns/watch", quick_need(q, "mask-update", wmax, "update"), NAN, NAN,
-		  "no library equivalent");
+	snprintf(label, sizeof(label), "mask-update %s (kernel control)",
+		 bench_workers_label(b, "W", widest_fit(b), wl_label, sizeof(wl_label)));
+	quick_row(q, label, "ns/watch", quick_need(q, "mask-update", widest_fit(b), "update"), NAN,
+		  NAN, NAN, "no library equivalent");
 }
 
 BENCH_SCENARIO(churn) = {

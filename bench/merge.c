@@ -463,13 +463,13 @@ static void merge_quick(struct bench *b, struct quick *q)
 
 		snprintf(label, sizeof(label), "merge queue, depth %ld", D);
 		quick_row(q, label, "ns/event", linear, NAN, quick_need(q, "queue", D, "enqueue"),
-			  "raw col. = linear scan (pre-5.13 kernel); lib merged %.0f, dropped "
+			  NAN, "raw col. = linear scan (pre-5.13 kernel); lib merged %.0f, dropped "
 			  "%.0f, through fsnw_pump", quick_need(q, "queue", D, "merged"),
 			  quick_need(q, "queue", D, "dropped"));
 	}
 	snprintf(label, sizeof(label), "merge seed stream, %ld files x2", N);
 	quick_row(q, label, "events", quick_need(q, "kernel-limited", N, "events"), NAN,
-		  quick_need(q, "lib", N, "events"),
+		  quick_need(q, "lib", N, "events"), NAN,
 		  "raw col. = fanotify limited queue (+%.0f overflow); lib +%.0f overflow; "
 		  "fanotify unlimited %.0f events", quick_need(q, "kernel-limited", N, "overflows"),
 		  quick_need(q, "lib", N, "overflows"),
@@ -480,7 +480,7 @@ static void merge_quick(struct bench *b, struct quick *q)
 
 		quick_row(q, "event read throughput", "ns/event",
 			  quick_need(q, "read-raw", E, "read"),
-			  quick_need(q, "read-inotifytools", E, "read"), on,
+			  quick_need(q, "read-inotifytools", E, "read"), on, NAN,
 			  "%ld unique events; timing off %.1f ns (on/off %+.1f%%, target within "
 			  "3%%)", E, off, (on / off - 1) * 100);
 	}

@@ -172,7 +172,7 @@ static int oc_run(struct bench *b)
 static void oc_quick(struct bench *b, struct quick *q)
 {
 	quick_row(q, "openclose p50, parent watch", "ns", quick_need(q, "parent-raw", 1, "p50"),
-		  NAN, quick_need(q, "parent-lib", 1, "p50"),
+		  NAN, quick_need(q, "parent-lib", 1, "p50"), NAN,
 		  "p99 %.0f / %.0f; no watch p50 %.0f; events raw %.0f, lib %.0f (merged)",
 		  quick_need(q, "parent-raw", 1, "p99"), quick_need(q, "parent-lib", 1, "p99"),
 		  quick_need(q, "none", 1, "p50"), quick_need(q, "parent-raw", 1, "events"),

@@ -318,7 +318,7 @@ static void pw_quick(struct bench *b, struct quick *q)
 
 		snprintf(label, sizeof(label), "parent-write X=%ld, writer cost", X);
 		quick_row(q, label, "ns/write", quick_need(q, "parent-raw", X, "write"), NAN,
-			  quick_need(q, "parent-lib", X, "write"),
+			  quick_need(q, "parent-lib", X, "write"), NAN,
 			  "no watch %.0f; events read raw %.0f, lib delivered %.0f (merged %.0f); "
 			  "overflows %.0f/%.0f", quick_need(q, "none", X, "write"),
 			  quick_need(q, "parent-raw", X, "events"),

@@ -2,9 +2,9 @@
 /*
  * quick: every scenario that has quick rows, at the small size, then one
  * summary table: scenario, raw, libinotifytools (where it does the same
- * job), libfsnwatch, and the ratio libfsnwatch / raw (for times, below 1
- * means the library is faster). The per-scenario tables are printed with
- * --verbose.
+ * job), libfsnwatch, the ratio libfsnwatch / raw (for times, below 1 means
+ * the library is faster) and, for churn, libfsnwatch over its floor. The
+ * per-scenario tables are printed with --verbose.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -56,9 +56,9 @@ double quick_may(struct quick *q, const char *variant, long scale, const char *m
 }
 
 void quick_row(struct quick *q, const char *label, const char *unit, double raw, double it,
-	       double lib, const char *fmt, ...)
+	       double lib, double floor, const char *fmt, ...)
 {
-	char a[32], c[32], d[32], e[32], note[400];
+	char a[32], c[32], d[32], e[32], f[32], note[400];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -71,7 +71,7 @@ void quick_row(struct quick *q, const char *label, const char *unit, double raw,
 		q->refused++;
 		fprintf(stderr, "fsnw-bench quick: cannot fill the row '%s': %s was not "
 			"measured\n", label, q->missing);
-		for (int i = 0; i < 4; i++)
+		for (int i = 0; i < 5; i++)
 			table_cell(&q->t, "?");
 		table_cell(&q->t, "NOT FILLED: no measured round of %s", q->missing);
 	} else {
@@ -79,6 +79,7 @@ void quick_row(struct quick *q, const char *label, const char *unit, double raw,
 		table_cell(&q->t, "%s", fmt_num(c, sizeof(c), it));
 		table_cell(&q->t, "%s", fmt_num(d, sizeof(d), lib));
 		table_cell(&q->t, "%s", fmt_num(e, sizeof(e), lib / raw));
+		table_cell(&q->t, "%s", fmt_num(f, sizeof(f), floor));
 		table_cell(&q->t, "%s%s%s%s", q->skipped[0] ? "skipped " : "", q->skipped,
 			   q->skipped[0] ? " (see below); " : "", note);
 	}
@@ -88,7 +89,7 @@ void quick_row(struct quick *q, const char *label, const char *unit, double raw,
 static int quick_run(struct bench *b)
 {
 	const char *heads[] = { "scenario", "unit", "raw", "libinotifytools", "libfsnwatch",
-				"ratio", "notes" };
+				"ratio", "lib/floor", "notes" };
 	uint64_t t0 = now_ns();
 	const struct scenario *const *all;
 	struct quick q = { .b = b };
@@ -99,7 +100,7 @@ static int quick_run(struct bench *b)
 	for (size_t i = 0; i < n; i++)
 		if (all[i]->quick && all[i]->run(b) < 0)
 			b->failures++;
-	table_init(&q.t, "llrrrrl", heads);
+	table_init(&q.t, "llrrrrrl", heads);
 	for (size_t i = 0; i < n; i++) {
 		if (!all[i]->quick)
 			continue;
@@ -108,7 +109,8 @@ static int quick_run(struct bench *b)
 		all[i]->quick(b, &q);
 	}
 	printf("\nfsnw-bench quick: one run on %s, %d CPUs, %.0f s (medians; ratio = libfsnwatch "
-	       "/ raw, below 1 is faster)\n", b->kernel, b->ncpu, (double)(now_ns() - t0) / 1e9);
+	       "/ raw, below 1 is faster; lib/floor: churn's libfsnwatch over the floor that "
+	       "bounds it, same W)\n", b->kernel, b->ncpu, (double)(now_ns() - t0) / 1e9);
 	table_print(&q.t, stdout);
 	table_free(&q.t);
 	for (size_t i = 0; i < b->nskips; i++)

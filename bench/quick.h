@@ -19,10 +19,12 @@ double quick_need(struct quick *q, const char *variant, long scale, const char *
 double quick_may(struct quick *q, const char *variant, long scale, const char *metric);
 
 /*
- * Add a row: the raw baseline, libinotifytools and libfsnwatch, NAN where a
- * column does not apply. The ratio column is lib / raw.
+ * Add a row: the raw baseline, libinotifytools, libfsnwatch, and the
+ * library's time over the floor that bounds it (churn), NAN where a column
+ * does not apply. The ratio column is lib / raw.
  */
 void quick_row(struct quick *q, const char *label, const char *unit, double raw, double it,
-	       double lib, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+	       double lib, double floor, const char *fmt, ...)
+	__attribute__((format(printf, 8, 9)));
 
 #endif

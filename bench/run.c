@@ -272,6 +272,37 @@ int bench_cpu(const struct bench *b, int idx)
 	return (int)l->v[(idx % l->n + l->n) % l->n];
 }
 
+int bench_cpus(const struct bench *b)
+{
+	const struct long_list *l = &b->o->cpus;
+	cpu_set_t set;
+
+	if (!l->n)
+		return b->ncpu;
+	CPU_ZERO(&set);
+	for (int i = 0; i < l->n; i++)
+		CPU_SET((int)l->v[i], &set);
+	return CPU_COUNT(&set);
+}
+
+bool bench_oversubscribed(const struct bench *b, long n)
+{
+	return n > bench_cpus(b);
+}
+
+const char *bench_workers_label(const struct bench *b, const char *sym, long n, char *buf,
+				size_t len)
+{
+	int cpus = bench_cpus(b);
+
+	if (bench_oversubscribed(b, n))
+		snprintf(buf, len, "%s=%ld (%d CPU%s, oversubscribed)", sym, n, cpus,
+			 cpus == 1 ? "" : "s");
+	else
+		snprintf(buf, len, "%s=%ld", sym, n);
+	return buf;
+}
+
 void bench_pin_self(struct bench *b, int idx)
 {
 	int cpu = bench_cpu(b, idx);

@@ -37,6 +37,13 @@ int bench_unlink_files(struct bench *b, const char *dir, const char *prefix, lon
 
 /* The CPU for thread idx of a pinned run, or -1 when --cpus was not given. */
 int bench_cpu(const struct bench *b, int idx);
+/* The CPUs worker threads can spread over: --cpus, else those this process may use. */
+int bench_cpus(const struct bench *b);
+/* Whether n busy threads are more than bench_cpus(): then they take turns. */
+bool bench_oversubscribed(const struct bench *b, long n);
+/* "W=4", or "W=4 (2 CPUs, oversubscribed)": a row label that says so. */
+const char *bench_workers_label(const struct bench *b, const char *sym, long n, char *buf,
+				size_t len);
 /* Pin the calling thread to bench_cpu(idx) (nothing without --cpus); fatal on failure. */
 void bench_pin_self(struct bench *b, int idx);
 void bench_unpin_self(struct bench *b);

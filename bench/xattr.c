@@ -94,7 +94,7 @@ out:
 static void xattr_quick(struct bench *b, struct quick *q)
 {
 	quick_row(q, "xattr flistxattr (kernel probe)", "ns/op",
-		  quick_need(q, "raw", 1, "flistxattr"), NAN, NAN, "%ld calls a round",
+		  quick_need(q, "raw", 1, "flistxattr"), NAN, NAN, NAN, "%ld calls a round",
 		  opt.calls);
 }
 

@@ -228,6 +228,13 @@ quick-refuses)
 	has "$(row '^xattr flistxattr')" "NOT FILLED"
 	grep -q 'could not be filled' "$tmp/out" || fail "no summary line"
 	;;
+oversubscribed)
+	# More workers than CPUs is said in the output, never silently.
+	run churn --size tiny --quiet --variants raw,floor-new,lib --cpus 0 --workers 1,2 \
+		>/dev/null || fail "churn exited $?"
+	grep -q '^workers 2: more than the 1 CPU ' "$tmp/out" || fail "no oversubscription note"
+	grep -q '^workers 1:' "$tmp/out" && fail "W=1 called oversubscribed on one CPU"
+	;;
 queue-abi)
 	# The queue round goes through the kernel and the public API: at depth
 	# 256 the fan-out is 64 watches x 4 files, touched twice: 8 kernel events,
@@ -288,6 +295,10 @@ scenarios)
 	;;
 quick)
 	tiny quick || exit 77
+	# Its rows: churn's library rows over their floor.
+	has "$(row '^scenario ')" lib/floor
+	awk -F'  +' '/^churn (distinct|shared) W=[0-9]+.* lib/ && $7 !~ /^[0-9.]+$/ { bad = 1 }
+		END { exit bad }' "$tmp/out" || fail "a churn library row has no lib/floor"
 	has "$(row '^merge queue, depth 1024 ')" ns/event
 	grep -q 'NOT FILLED' "$tmp/out" && fail "a row was not filled"
 	;;
