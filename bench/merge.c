@@ -7,6 +7,8 @@
  *  queue / linear
  *          the library's queue driven through the public API against a
  *          linear-scan queue, at each depth (mergequeue.c).
+ *  dram    one dependent random load from memory, the wall the queue meets
+ *          at depth 1M, measured in the same run (dram.c).
  *  kernel-limited / kernel-unlimited
  *          the stream made by the kernel: files created then opened under a
  *          fanotify FAN_CLASS_NOTIF mount mark (mergekernel.c).
@@ -38,6 +40,7 @@ static struct merge_opts {
 	long linear_max;
 	long merge_files;
 	long read_events;
+	long dram_mib;
 } opt;
 
 #define F(field) offsetof(struct merge_opts, field)
@@ -54,12 +57,15 @@ static const struct bench_option options[] = {
 	{ .flag = "read-events", .arg = "E", .type = OPT_LONG, .off = F(read_events), .min = 1,
 	  .max = 1 << 22, .preset = { "1000", "16000", "16000", "16000" },
 	  .help = "unique events of the read throughput" },
+	{ .flag = "dram-mib", .arg = "MIB", .type = OPT_LONG, .off = F(dram_mib), .min = 1,
+	  .max = 1 << 16, .preset = { "16", "256", "256", "256" },
+	  .help = "region of the random DRAM load" },
 	{ 0 },
 };
 #undef F
 
 static const char *const variants[] = {
-	"queue", "linear", "lib", "kernel-limited", "kernel-unlimited", "read-raw",
+	"queue", "linear", "dram", "lib", "kernel-limited", "kernel-unlimited", "read-raw",
 	"read-lib", "read-lib-nostats", "read-inotifytools", NULL,
 };
 
@@ -393,6 +399,11 @@ static void merge_summary(struct bench *b, long N, long E)
 	if (dl->n > 1 && !isnan(lo) && !isnan(hi))
 		printf("queue: depth %ld costs %.2fx depth %ld per enqueue (target at most 1.5x)\n",
 		       dl->v[dl->n - 1], hi / lo, dl->v[0]);
+	lo = bench_median(b, "merge", "dram", opt.dram_mib, "load");
+	if (!isnan(lo) && !isnan(hi))
+		printf("random DRAM load (%ld MiB chase): %.1f ns; an enqueue at depth %ld costs "
+		       "%.2f of them (target at most 0.5)\n", opt.dram_mib, lo, dl->v[dl->n - 1],
+		       hi / lo);
 	lo = bench_median(b, "merge", "kernel-unlimited", N, "events");
 	if (!isnan(lo))
 		printf("kernel, unlimited queue: %.0f events for %ld files opened twice "
@@ -433,6 +444,7 @@ static int merge_run(struct bench *b)
 
 	bench_begin(b, "merge", "depth");
 	merge_queues(b, &opt.depths, opt.linear_max);
+	merge_dram(b, opt.dram_mib);
 	run_lib_stream(b, N);
 	bench_rounds(b, bench_pick(b, 0, 0, 1, 1), (int)bench_pick(b, 1, 1, 3, 3), &warmup,
 		     &rounds);
@@ -453,7 +465,8 @@ static int merge_run(struct bench *b)
 static void merge_quick(struct bench *b, struct quick *q)
 {
 	const struct long_list *dl = &opt.depths;
-	long N = seed_files(), E = read_size();
+	long N = seed_files(), E = read_size(), deepest = dl->v[dl->n - 1];
+	double dram, deep;
 	char label[96];
 
 	for (int k = 0; k < dl->n; k++) {
@@ -467,6 +480,12 @@ static void merge_quick(struct bench *b, struct quick *q)
 			  "%.0f, through fsnw_pump", quick_need(q, "queue", D, "merged"),
 			  quick_need(q, "queue", D, "dropped"));
 	}
+	/* Beside the deepest queue: this machine's memory wall, from the same run. */
+	dram = quick_need(q, "dram", opt.dram_mib, "load");
+	deep = quick_may(q, "queue", deepest, "enqueue");
+	quick_row(q, "random DRAM load", "ns/load", dram, NAN, NAN, NAN,
+		  "dependent pointer chase over %ld MiB; an enqueue at depth %ld costs %.2f "
+		  "loads (target <= 0.5)", opt.dram_mib, deepest, deep / dram);
 	snprintf(label, sizeof(label), "merge seed stream, %ld files x2", N);
 	quick_row(q, label, "events", quick_need(q, "kernel-limited", N, "events"), NAN,
 		  quick_need(q, "lib", N, "events"), NAN,

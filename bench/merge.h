@@ -24,5 +24,7 @@ void names_free(struct names *nm);
 void merge_queues(struct bench *b, const struct long_list *depths, long linear_max);
 /* kernel-limited and kernel-unlimited: N files under fanotify (mergekernel.c). */
 void merge_kernel(struct bench *b, long N, int warmup, int rounds);
+/* dram: a dependent random load over mib MiB, in the same run (dram.c). */
+void merge_dram(struct bench *b, long mib);
 
 #endif

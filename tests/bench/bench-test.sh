@@ -295,10 +295,11 @@ scenarios)
 	;;
 quick)
 	tiny quick || exit 77
-	# Its rows: churn's library rows over their floor.
+	# Its rows: churn's library rows over their floor, the memory wall.
 	has "$(row '^scenario ')" lib/floor
 	awk -F'  +' '/^churn (distinct|shared) W=[0-9]+.* lib/ && $7 !~ /^[0-9.]+$/ { bad = 1 }
 		END { exit bad }' "$tmp/out" || fail "a churn library row has no lib/floor"
+	has "$(row '^random DRAM load ')" ns/load "dependent pointer chase"
 	has "$(row '^merge queue, depth 1024 ')" ns/event
 	grep -q 'NOT FILLED' "$tmp/out" && fail "a row was not filled"
 	;;
