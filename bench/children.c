@@ -9,17 +9,40 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "evio.h"
-#include "harness.h"
-#include "scenarios.h"
+#include "quick.h"
 
-const char *const children_variant_names[] = { "raw", "lib", NULL };
+static struct children_opts {
+	long children;
+	long cycles;
+	struct long_list workers;
+} opt;
+
+#define F(field) offsetof(struct children_opts, field)
+static const struct bench_option options[] = {
+	{ .flag = "children", .arg = "C", .type = OPT_LONG, .off = F(children), .max = 1L << 30,
+	  .preset = { "1000", "20000", "100000", "12000000" },
+	  .help = "cached child dentries of the directory" },
+	{ .flag = "cycles", .arg = "N", .type = OPT_LONG, .off = F(cycles), .min = 1,
+	  .max = 1 << 20, .preset = { "10", "50", "100", "100" },
+	  .help = "watch adds and removals a round" },
+	/* Mutators leave a CPU to the thread that measures. */
+	{ .flag = "workers", .arg = "W", .type = OPT_LIST, .off = F(workers), .min = 1,
+	  .max = 1024, .preset = { "cpus-1", "cpus-1", "cpus-1", "8" },
+	  .help = "threads unlinking and recreating children" },
+	{ 0 },
+};
+#undef F
+
+static const char *const variants[] = { "raw", "lib", NULL };
 
 struct mutators {
 	struct team team;
@@ -149,10 +172,10 @@ out:
 	free(mu.bad);
 }
 
-int scen_children(struct bench *b)
+static int children_run(struct bench *b)
 {
 	char dir[4096];
-	long C = b->o->children;
+	long C = opt.children;
 	int warmup, rounds, err;
 
 	bench_begin(b, "addwatch-children", "workers");
@@ -164,21 +187,21 @@ int scen_children(struct bench *b)
 		bench_fail(b, "raw", 0, 0, "making %ld files: %s", C, strerror(-err));
 		goto out;
 	}
-	bench_rounds(b, cli_pick(b->o, 0, 0, 1, 1), (int)cli_pick(b->o, 2, 2, 3, 2), &warmup,
+	bench_rounds(b, bench_pick(b, 0, 0, 1, 1), (int)bench_pick(b, 2, 2, 3, 2), &warmup,
 		     &rounds);
 	bench_pin_self(b, 0);
-	for (int k = 0; k < b->o->workers.n; k++) {
-		int W = (int)b->o->workers.v[k];
+	for (int k = 0; k < opt.workers.n; k++) {
+		int W = (int)opt.workers.v[k];
 
 		for (int r = 0; r < warmup + rounds; r++)
-			for (int v = 0; children_variant_names[v]; v++) {
-				const char *name = children_variant_names[v];
+			for (int v = 0; variants[v]; v++) {
+				const char *name = variants[v];
 
 				if (!cli_variant_on(b->o, name) || !bench_inotify_room(b, name, 1))
 					continue;
 				bench_progress(b, "%s W=%d round %d/%d", name, W, r + 1,
 					       warmup + rounds);
-				children_round(b, name, dir, C, W, b->o->cycles, r - warmup + 1);
+				children_round(b, name, dir, C, W, opt.cycles, r - warmup + 1);
 			}
 	}
 	bench_unpin_self(b);
@@ -187,3 +210,28 @@ out:
 	bench_end(b);
 	return 0;
 }
+
+static void children_quick(struct bench *b, struct quick *q)
+{
+	long W = opt.workers.v[0];
+	char label[96];
+
+	snprintf(label, sizeof(label), "addwatch-children %ld, add", opt.children);
+	quick_row(q, label, "ns", quick_need(q, "raw", W, "add-avg"), NAN,
+		  quick_need(q, "lib", W, "add-avg"), NAN,
+		  "max %.0f / %.0f; then close(group) %.0f ns vs fsnw_remove %.0f ns",
+		  quick_need(q, "raw", W, "add-max"), quick_need(q, "lib", W, "add-max"),
+		  quick_need(q, "raw", W, "remove-avg"), quick_need(q, "lib", W, "remove-avg"));
+}
+
+BENCH_SCENARIO(children) = {
+	.name = "addwatch-children",
+	.order = 40,
+	.summary = "inotify_add_watch on a directory with many children (seed 002)",
+	.flags = SCEN_MEASURES | SCEN_ROUNDS,
+	.run = children_run,
+	.variants = variants,
+	.options = options,
+	.opts = &opt,
+	.quick = children_quick,
+};

@@ -23,13 +23,34 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench.h"
+#include "churn.h"
 #include "evio.h"
-#include "harness.h"
-#include "scenarios.h"
+#include "quick.h"
 #include "svg.h"
 #include "table.h"
 
-const char *const churn_variant_names[] = {
+static struct churn_opts opt;
+
+#define F(field) offsetof(struct churn_opts, field)
+static const struct bench_option options[] = {
+	{ .flag = "groups", .arg = "G", .type = OPT_LONG, .off = F(groups), .min = 1,
+	  .max = 65536, .preset = { "8", "32", "32", "96" },
+	  .help = "(watcher, file) pairs and inotify groups" },
+	{ .flag = "workers", .arg = "LIST", .type = OPT_LIST, .off = F(workers), .min = 1,
+	  .max = 1024, .preset = { "1..cpus", "1,2,4,8", "1..cpus", "8" },
+	  .help = "worker counts" },
+	{ .flag = "bulk", .arg = "B", .type = OPT_LONG, .off = F(bulk), .min = 1, .max = 1 << 20,
+	  .preset = { "64", "1024", "1024", "1024" },
+	  .help = "directories of the bulk control" },
+	{ .flag = "tree-dirs", .arg = "D", .type = OPT_LONG, .off = F(tree_dirs), .min = 1,
+	  .max = 1 << 22, .preset = { "200", "10000", "10000", "10000" },
+	  .help = "directories of the tree, the root included" },
+	{ 0 },
+};
+#undef F
+
+static const char *const variants[] = {
 	"raw", "floor", "floor-new", "lib", "lib-batch", "lib-idle", "lib-batch-idle",
 	"lib-nostats", "lib-fan", "bulk-raw", "bulk-lib", "bulk-lib-batch", "mask-update",
 	"tree-raw", "tree-lib", "tree-inotifytools", "tree-lib-fan", "timing-ab", NULL,
@@ -593,6 +614,14 @@ static void run_variant(struct bench *b, const struct cvariant *v, int G, int W,
 	free(groups);
 }
 
+static const struct cvariant *cvariant(const char *name)
+{
+	for (size_t i = 0; i < NVARIANTS; i++)
+		if (!strcmp(cvariants[i].name, name))
+			return &cvariants[i];
+	return NULL;
+}
+
 /* Which measured floor bounds a library variant on a topology. */
 static const char *floor_for(const struct cvariant *v, int topo)
 {
@@ -606,7 +635,7 @@ static void churn_summary(struct bench *b, int G)
 	const char *heads[] = { "variant", "topology", "workers", "raw ns/w", "lib ns/w",
 				"lib/raw", "floor", "floor ns/w", "raw/lib", "raw/floor",
 				"of floor", "lib sys/w", "floor sys/w" };
-	const struct long_list *wl = &b->o->workers;
+	const struct long_list *wl = &opt.workers;
 	struct table t;
 	char a[32], c[32], d[32];
 
@@ -653,6 +682,11 @@ static void churn_summary(struct bench *b, int G)
 		table_print(&t, stdout);
 	}
 	table_free(&t);
+	for (int k = 0; k < wl->n; k++)
+		if (bench_oversubscribed(b, wl->v[k]))
+			printf("workers %ld: more than the %d CPU%s the workers may use: they take "
+			       "turns (oversubscribed)\n", wl->v[k], bench_cpus(b),
+			       bench_cpus(b) == 1 ? "" : "s");
 	for (int k = 0; k < wl->n; k++) {
 		long W = wl->v[k];
 		double on = bench_median(b, "churn", "lib", W, "distinct");
@@ -669,7 +703,7 @@ static void churn_summary(struct bench *b, int G)
 
 static void churn_charts(struct bench *b)
 {
-	const struct long_list *wl = &b->o->workers;
+	const struct long_list *wl = &opt.workers;
 
 	for (int topo = 0; topo < NTOPO; topo++) {
 		char title[128];
@@ -690,9 +724,9 @@ static void churn_charts(struct bench *b)
 	}
 }
 
-int scen_churn(struct bench *b)
+static int churn_run(struct bench *b)
 {
-	int G = (int)b->o->groups;
+	int G = (int)opt.groups;
 	char **dpath = NULL, **spath = NULL, target[4096];
 	int err, warmup, rounds, passes;
 
@@ -702,13 +736,13 @@ int scen_churn(struct bench *b)
 		bench_fail(b, "setup", 0, 0, "making %d files and links: %s", G, strerror(-err));
 		goto out;
 	}
-	bench_rounds(b, cli_pick(b->o, 1, 2, 2, 2), (int)cli_pick(b->o, 3, 24, 25, 25), &warmup,
+	bench_rounds(b, bench_pick(b, 1, 2, 2, 2), (int)bench_pick(b, 3, 24, 25, 25), &warmup,
 		     &rounds);
 	/* The rounds of each variant are spread over passes through all the
 	 * variants, so a busy stretch of the machine does not land on one. */
 	passes = rounds >= 9 ? 3 : 1;
-	for (int k = 0; k < b->o->workers.n; k++) {
-		int W = (int)b->o->workers.v[k];
+	for (int k = 0; k < opt.workers.n; k++) {
+		int W = (int)opt.workers.v[k];
 
 		if (W > G) {
 			fprintf(stderr, "churn: skipping W=%d: more workers than groups (%d)\n", W,
@@ -726,7 +760,7 @@ int scen_churn(struct bench *b)
 			done += n;
 		}
 	}
-	churn_controls(b, dpath, G);
+	churn_controls(b, &opt, dpath);
 out:
 	free_paths(dpath, G);
 	free_paths(spath, G);
@@ -740,3 +774,87 @@ out:
 	}
 	return 0;
 }
+
+/* The largest worker count that is not oversubscribed (the smallest if all are). */
+static long widest_fit(const struct bench *b)
+{
+	long w = opt.workers.v[0];
+
+	for (int k = 0; k < opt.workers.n; k++)
+		if (!bench_oversubscribed(b, opt.workers.v[k]) && opt.workers.v[k] > w)
+			w = opt.workers.v[k];
+	return w;
+}
+
+static void churn_quick(struct bench *b, struct quick *q)
+{
+	static const char *const libs[] = { "lib", "lib-batch", "lib-idle" };
+	const struct long_list *wl = &opt.workers;
+	char label[128], wl_label[64], sm[40];
+
+	quick_row(q, "churn 1:1 add+remove, 1 thread", "ns/watch",
+		  quick_need(q, "bulk-raw", 1, "add+remove"), NAN,
+		  quick_need(q, "bulk-lib", 1, "add+remove"), NAN,
+		  "%ld dirs, one group; batch calls %.0f; target ratio <= 1.10", opt.bulk,
+		  quick_need(q, "bulk-lib-batch", 1, "add+remove"));
+	quick_row(q, "  same, + reading the IN_IGNOREDs", "ns/watch",
+		  quick_need(q, "bulk-raw", 1, "add+remove+drain"), NAN,
+		  quick_need(q, "bulk-lib", 1, "add+remove+drain"), NAN,
+		  "the library reads them during the removes; raw reads them after");
+	for (int topo = 0; topo < NTOPO; topo++)
+		for (int k = 0; k < wl->n; k++)
+			for (int v = 0; v < 3; v++) {
+				long W = wl->v[k];
+				const char *fl = floor_for(cvariant(libs[v]), topo);
+				double raw = quick_need(q, "raw", W, topo_name[topo]);
+				double lib = quick_need(q, libs[v], W, topo_name[topo]);
+				double flo = quick_need(q, fl, W, topo_name[topo]);
+
+				snprintf(label, sizeof(label), "churn %s %s %s", topo_name[topo],
+					 bench_workers_label(b, "W", W, wl_label, sizeof(wl_label)),
+					 libs[v]);
+				snprintf(sm, sizeof(sm), "%s.syscalls", topo_name[topo]);
+				quick_row(q, label, "ns/watch", raw, NAN, lib, lib / flo,
+					  "%s %.0f ns: gets %.2f of its speedup; syscalls/watch "
+					  "%.2f (floor %.2f)", fl, flo, flo / lib,
+					  quick_need(q, libs[v], W, sm), quick_need(q, fl, W, sm));
+			}
+	/* Timing on vs off, the two handles taking turns in blocks within each
+	 * round (timing-ab): separate runs drift by more than the difference. */
+	{
+		double off = quick_need(q, "timing-ab", 1, "shared.off");
+		double on = quick_need(q, "timing-ab", 1, "shared.on");
+
+		quick_row(q, "churn timing on vs off, W=1 distinct", "ns/watch",
+			  quick_need(q, "timing-ab", 1, "distinct.off"), NAN,
+			  quick_need(q, "timing-ab", 1, "distinct.on"), NAN,
+			  "raw col. = FSNW_OPEN_NO_STATS, interleaved; shared: off %.0f, on %.0f "
+			  "(%+.1f%%); target within 3%%", off, on, (on / off - 1) * 100);
+	}
+	{
+		double it = quick_need(q, "tree-inotifytools", 1, "add");
+		double lib = quick_need(q, "tree-lib", 1, "add");
+
+		snprintf(label, sizeof(label), "tree add, %ld dirs", opt.tree_dirs);
+		quick_row(q, label, "ms", quick_need(q, "tree-raw", 1, "add"), it, lib, NAN,
+			  "libinotifytools/lib %.2f (target >= 2); target lib/raw <= 1.15; "
+			  "fanotify: %s", it / lib,
+			  bench_skipped(b, "churn", "tree-lib-fan") ? "skipped" : "measured");
+	}
+	snprintf(label, sizeof(label), "mask-update %s (kernel control)",
+		 bench_workers_label(b, "W", widest_fit(b), wl_label, sizeof(wl_label)));
+	quick_row(q, label, "ns/watch", quick_need(q, "mask-update", widest_fit(b), "update"), NAN,
+		  NAN, NAN, "no library equivalent");
+}
+
+BENCH_SCENARIO(churn) = {
+	.name = "churn",
+	.order = 0,
+	.summary = "watch add/remove churn (seed 000), bulk, mask-update, tree add",
+	.flags = SCEN_MEASURES | SCEN_ROUNDS | SCEN_CHARTS,
+	.run = churn_run,
+	.variants = variants,
+	.options = options,
+	.opts = &opt,
+	.quick = churn_quick,
+};

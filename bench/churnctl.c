@@ -20,10 +20,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench.h"
+#include "churn.h"
 #include "evio.h"
-#include "harness.h"
 #include "itools.h"
-#include "scenarios.h"
 #include "table.h"
 
 #define TREE_MASK (FSNW_CREATE | FSNW_DELETE | FSNW_MOVED_FROM | FSNW_MOVED_TO | FSNW_MODIFY | \
@@ -158,10 +158,10 @@ out:
 	free(ids);
 }
 
-static void run_bulk(struct bench *b)
+static void run_bulk(struct bench *b, long bulk)
 {
 	static const char *const names[] = { "bulk-raw", "bulk-lib", "bulk-lib-batch" };
-	int B = (int)b->o->bulk, warmup, rounds;
+	int B = (int)bulk, warmup, rounds;
 	char dir[4096], **dirs;
 
 	bool any = false;
@@ -180,7 +180,7 @@ static void run_bulk(struct bench *b)
 	for (int i = 0; i < B; i++)
 		if (asprintf(&dirs[i], "%s/d%d", dir, i) < 0 || mkdir(dirs[i], 0700) < 0)
 			bench_fatal(b, "making %d directories: %s", B, strerror(errno));
-	bench_rounds(b, cli_pick(b->o, 1, 2, 2, 2), (int)cli_pick(b->o, 3, 30, 30, 30), &warmup,
+	bench_rounds(b, bench_pick(b, 1, 2, 2, 2), (int)bench_pick(b, 3, 30, 30, 30), &warmup,
 		     &rounds);
 	bench_pin_self(b, 0);
 	/* Variants interleave by round: a busy moment of the machine hits all alike. */
@@ -224,17 +224,18 @@ static void mu_worker(struct team *t, int idx)
 	team_sync(t);
 }
 
-static void run_mask_update(struct bench *b, char **paths, int G)
+static void run_mask_update(struct bench *b, const struct long_list *workers, char **paths,
+			    int G)
 {
 	const char *name = "mask-update";
 	int warmup, rounds;
 
 	if (!cli_variant_on(b->o, name))
 		return;
-	bench_rounds(b, cli_pick(b->o, 1, 2, 2, 2), (int)cli_pick(b->o, 3, 15, 25, 25), &warmup,
+	bench_rounds(b, bench_pick(b, 1, 2, 2, 2), (int)bench_pick(b, 3, 15, 25, 25), &warmup,
 		     &rounds);
-	for (int k = 0; k < b->o->workers.n; k++) {
-		struct mu_round r = { .G = G, .W = (int)b->o->workers.v[k], .paths = paths };
+	for (int k = 0; k < workers->n; k++) {
+		struct mu_round r = { .G = G, .W = (int)workers->v[k], .paths = paths };
 
 		if (r.W > G || !bench_inotify_room(b, name, G))
 			continue;
@@ -479,12 +480,11 @@ static void tree_round(struct bench *b, const char *variant, const char *root, l
 	}
 }
 
-static void run_tree(struct bench *b)
+static void run_tree(struct bench *b, long D)
 {
 	static const char *const names[] = { "tree-raw", "tree-lib", "tree-inotifytools",
 					     "tree-lib-fan" };
 	char root[4096], why[256];
-	long D = b->o->tree_dirs;
 	int warmup, rounds, err;
 	bool any = false;
 
@@ -500,7 +500,7 @@ static void run_tree(struct bench *b)
 			   strerror(-err));
 		return;
 	}
-	bench_rounds(b, cli_pick(b->o, 0, 1, 1, 1), (int)cli_pick(b->o, 2, 5, 5, 5), &warmup,
+	bench_rounds(b, bench_pick(b, 0, 1, 1, 1), (int)bench_pick(b, 2, 5, 5, 5), &warmup,
 		     &rounds);
 	if (cli_variant_on(b->o, names[2]) && !itools_available(why, sizeof(why)))
 		bench_skip(b, names[2], "%s", why);
@@ -597,7 +597,7 @@ static void run_timing_ab(struct bench *b)
 		return;
 	}
 	close(fd);
-	bench_rounds(b, cli_pick(b->o, 1, 1, 2, 2), (int)cli_pick(b->o, 2, 5, 10, 10), &warmup,
+	bench_rounds(b, bench_pick(b, 1, 1, 2, 2), (int)bench_pick(b, 2, 5, 10, 10), &warmup,
 		     &rounds);
 	bench_pin_self(b, 0);
 	for (int r = 0; r < warmup + rounds; r++) {
@@ -607,11 +607,11 @@ static void run_timing_ab(struct bench *b)
 	bench_unpin_self(b);
 }
 
-void churn_controls(struct bench *b, char **dpaths, long groups)
+void churn_controls(struct bench *b, const struct churn_opts *o, char **dpaths)
 {
 	run_timing_ab(b);
-	run_bulk(b);
+	run_bulk(b, o->bulk);
 	if (dpaths)
-		run_mask_update(b, dpaths, (int)groups);
-	run_tree(b);
+		run_mask_update(b, &o->workers, dpaths, (int)o->groups);
+	run_tree(b, o->tree_dirs);
 }

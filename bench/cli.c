@@ -1,248 +1,478 @@
 /* SPDX-License-Identifier: MIT */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "scenario.h"
 
-#define B(c) (1u << (c))
-#define SCEN_ALL (B(CMD_CHURN) | B(CMD_XATTR) | B(CMD_PARENT_WRITE) | B(CMD_OPENCLOSE) | \
-		  B(CMD_CHILDREN) | B(CMD_MERGE) | B(CMD_QUICK))
+#define C(field) offsetof(struct bench_opts, field)
 
-static const char *const cmd_names[CMD_COUNT] = {
-	[CMD_CHURN] = "churn",
-	[CMD_XATTR] = "xattr",
-	[CMD_PARENT_WRITE] = "parent-write",
-	[CMD_OPENCLOSE] = "openclose",
-	[CMD_CHILDREN] = "addwatch-children",
-	[CMD_MERGE] = "merge",
-	[CMD_QUICK] = "quick",
-	[CMD_REPORT] = "report",
+static const struct bench_option common_options[] = {
+	{ .flag = "size", .arg = "tiny|small|default|seed", .type = OPT_SIZE, .off = C(size),
+	  .help = "the size preset: sizes and rounds not given come from it",
+	  .scen_flags = SCEN_MEASURES },
+	{ .flag = "warmup", .arg = "N", .type = OPT_LONG, .off = C(warmup), .max = 1000,
+	  .help = "warm-up rounds (discarded)", .scen_flags = SCEN_ROUNDS },
+	{ .flag = "rounds", .arg = "N", .type = OPT_LONG, .off = C(rounds), .min = 1,
+	  .max = 100000, .help = "measured rounds", .scen_flags = SCEN_ROUNDS },
+	{ .flag = "csv", .arg = "FILE", .type = OPT_STR, .off = C(csv),
+	  .help = "append a row per measured round; FILE.env gets the environment",
+	  .scen_flags = SCEN_MEASURES },
+	{ .flag = "svg", .arg = "FILE", .type = OPT_STR, .off = C(svg),
+	  .help = "line charts of the scaling scenarios", .scen_flags = SCEN_CHARTS },
+	{ .flag = "dir", .arg = "DIR", .type = OPT_STR, .off = C(dir),
+	  .help = "where the scratch directory goes (default /dev/shm)",
+	  .scen_flags = SCEN_MEASURES },
+	{ .flag = "cpus", .arg = "LIST", .type = OPT_CPUS, .off = C(cpus), .max = 4095,
+	  .help = "pin thread i to the i-th CPU of LIST (0,2,4 or 0-3)",
+	  .scen_flags = SCEN_MEASURES },
+	{ .flag = "variants", .arg = "LIST", .type = OPT_STR, .off = C(variants),
+	  .help = "run only these variants (comma-separated)", .scen_flags = SCEN_ROUNDS },
+	{ .flag = "quiet", .type = OPT_FLAG, .off = C(quiet), .help = "no progress on stderr",
+	  .scen_flags = SCEN_MEASURES },
+	{ .flag = "verbose", .type = OPT_FLAG, .off = C(verbose),
+	  .help = "each scenario's own tables too", .scen_flags = SCEN_SUMMARY },
+	{ 0 },
 };
 
-enum opt_id {
-	O_SIZE = 256, O_WARMUP, O_ROUNDS, O_CSV, O_SVG, O_DIR, O_CPUS, O_VARIANTS, O_QUIET,
-	O_VERBOSE, O_GROUPS, O_WORKERS, O_BULK, O_TREE_DIRS, O_CALLS, O_FILES, O_CLIENTS,
-	O_WRITES, O_OPS, O_CHILDREN, O_CYCLES, O_DEPTHS, O_LINEAR_MAX, O_MERGE_FILES,
-	O_READ_EVENTS, O_CONTROLS, O_CANDIDATE, O_MIN_CHANGE, O_MAX_DRIFT, O_MAX_CV,
-	O_SCENARIO, O_HELP,
+static const char *const size_names[NSIZES] = { "tiny", "small", "default", "seed" };
+
+/*
+ * An option as this command line takes it: a row and where its value goes.
+ * quick takes the options of every scenario it runs, so one flag may bind
+ * several rows (--workers: churn's and addwatch-children's).
+ */
+struct binding {
+	const struct bench_option *row;
+	const struct bench_option *table; /* the row's table, for references by name */
+	const struct scenario *sc;        /* NULL: a common option */
+	void *base;
+	const char *arg;                  /* from argv, or NULL */
+	bool given;
+	bool resolved;
 };
 
-/* Which subcommands take each option: a typo or a misplaced flag is an error,
- * not a silently ignored setting. */
-static const struct {
-	int id;
-	unsigned cmds;
-} applies[] = {
-	{ O_SIZE, SCEN_ALL },
-	{ O_WARMUP, SCEN_ALL & ~B(CMD_QUICK) },
-	{ O_ROUNDS, SCEN_ALL & ~B(CMD_QUICK) },
-	{ O_CSV, SCEN_ALL },
-	{ O_SVG, B(CMD_CHURN) | B(CMD_PARENT_WRITE) | B(CMD_MERGE) | B(CMD_QUICK) },
-	{ O_DIR, SCEN_ALL },
-	{ O_CPUS, SCEN_ALL },
-	{ O_VARIANTS, SCEN_ALL & ~B(CMD_QUICK) },
-	{ O_QUIET, SCEN_ALL },
-	{ O_VERBOSE, B(CMD_QUICK) },
-	{ O_GROUPS, B(CMD_CHURN) | B(CMD_QUICK) },
-	{ O_WORKERS, B(CMD_CHURN) | B(CMD_CHILDREN) | B(CMD_QUICK) },
-	{ O_BULK, B(CMD_CHURN) | B(CMD_QUICK) },
-	{ O_TREE_DIRS, B(CMD_CHURN) | B(CMD_QUICK) },
-	{ O_CALLS, B(CMD_XATTR) | B(CMD_QUICK) },
-	{ O_FILES, B(CMD_PARENT_WRITE) | B(CMD_QUICK) },
-	{ O_CLIENTS, B(CMD_PARENT_WRITE) | B(CMD_QUICK) },
-	{ O_WRITES, B(CMD_PARENT_WRITE) | B(CMD_QUICK) },
-	{ O_OPS, B(CMD_OPENCLOSE) | B(CMD_QUICK) },
-	{ O_CHILDREN, B(CMD_CHILDREN) | B(CMD_QUICK) },
-	{ O_CYCLES, B(CMD_CHILDREN) | B(CMD_QUICK) },
-	{ O_DEPTHS, B(CMD_MERGE) | B(CMD_QUICK) },
-	{ O_LINEAR_MAX, B(CMD_MERGE) | B(CMD_QUICK) },
-	{ O_MERGE_FILES, B(CMD_MERGE) | B(CMD_QUICK) },
-	{ O_READ_EVENTS, B(CMD_MERGE) | B(CMD_QUICK) },
-	{ O_CONTROLS, B(CMD_REPORT) },
-	{ O_CANDIDATE, B(CMD_REPORT) },
-	{ O_MIN_CHANGE, B(CMD_REPORT) },
-	{ O_MAX_DRIFT, B(CMD_REPORT) },
-	{ O_MAX_CV, B(CMD_REPORT) },
-	{ O_SCENARIO, B(CMD_REPORT) },
-	{ O_HELP, ~0u },
-};
+#define BINDINGS_MAX 128
 
-static const struct option longopts[] = {
-	{ "size", required_argument, NULL, O_SIZE },
-	{ "warmup", required_argument, NULL, O_WARMUP },
-	{ "rounds", required_argument, NULL, O_ROUNDS },
-	{ "csv", required_argument, NULL, O_CSV },
-	{ "svg", required_argument, NULL, O_SVG },
-	{ "dir", required_argument, NULL, O_DIR },
-	{ "cpus", required_argument, NULL, O_CPUS },
-	{ "variants", required_argument, NULL, O_VARIANTS },
-	{ "quiet", no_argument, NULL, O_QUIET },
-	{ "verbose", no_argument, NULL, O_VERBOSE },
-	{ "groups", required_argument, NULL, O_GROUPS },
-	{ "workers", required_argument, NULL, O_WORKERS },
-	{ "bulk", required_argument, NULL, O_BULK },
-	{ "tree-dirs", required_argument, NULL, O_TREE_DIRS },
-	{ "calls", required_argument, NULL, O_CALLS },
-	{ "files", required_argument, NULL, O_FILES },
-	{ "clients", required_argument, NULL, O_CLIENTS },
-	{ "writes", required_argument, NULL, O_WRITES },
-	{ "ops", required_argument, NULL, O_OPS },
-	{ "children", required_argument, NULL, O_CHILDREN },
-	{ "cycles", required_argument, NULL, O_CYCLES },
-	{ "depths", required_argument, NULL, O_DEPTHS },
-	{ "linear-max-depth", required_argument, NULL, O_LINEAR_MAX },
-	{ "merge-files", required_argument, NULL, O_MERGE_FILES },
-	{ "read-events", required_argument, NULL, O_READ_EVENTS },
-	{ "controls", required_argument, NULL, O_CONTROLS },
-	{ "candidate", required_argument, NULL, O_CANDIDATE },
-	{ "min-change", required_argument, NULL, O_MIN_CHANGE },
-	{ "max-drift", required_argument, NULL, O_MAX_DRIFT },
-	{ "max-cv", required_argument, NULL, O_MAX_CV },
-	{ "scenario", required_argument, NULL, O_SCENARIO },
-	{ "help", no_argument, NULL, O_HELP },
-	{ NULL, 0, NULL, 0 },
-};
+static struct binding bindings[BINDINGS_MAX];
+static int nbindings;
+static int ncpus;
 
-void cli_usage(FILE *f)
+static void *field(const struct binding *bd)
 {
-	fputs("usage: fsnw-bench SUBCOMMAND [OPTIONS]\n"
-	      "  churn              watch add/remove churn (seed 000), bulk, mask-update, tree add\n"
-	      "  xattr              flistxattr on tmpfs (seed 001), a kernel probe\n"
-	      "  parent-write       1-byte pwrites under a parent watch (seed 002)\n"
-	      "  openclose          open+close latency under a parent watch (seed 002)\n"
-	      "  addwatch-children  inotify_add_watch on a directory with many children (seed 002)\n"
-	      "  merge              merging event queues, kernel and user space (seed 004)\n"
-	      "  quick              every scenario at a small size, one summary table\n"
-	      "  report RUN.csv...  compare runs from different boots (gates)\n"
-	      "common: --size tiny|small|default|seed --warmup N --rounds N --csv FILE\n"
-	      "        --svg FILE --dir DIR --cpus LIST --variants LIST --quiet\n"
-	      "see fsnw-bench(1) for the options of each subcommand.\n", f);
+	return (char *)bd->base + bd->row->off;
 }
 
-static long parse_long(const char *s, const char *opt, long min, long max, int *err)
+static int bad_number(const struct bench_option *r, const char *s)
 {
-	char *end;
-	long v;
-	long mult = 1;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	/* 16k and 1M read as binary multiples: depths and sizes are given that way. */
-	if (end != s && (*end == 'k' || *end == 'K')) {
-		mult = 1024;
-		end++;
-	} else if (end != s && (*end == 'm' || *end == 'M')) {
-		mult = 1024 * 1024;
-		end++;
-	}
-	if (errno || end == s || *end || v > LONG_MAX / mult || v * mult < min ||
-	    v * mult > max) {
-		fprintf(stderr, "fsnw-bench: %s: '%s' is not a number in [%ld, %ld]\n", opt, s,
-			min, max);
-		*err = 1;
-		return 0;
-	}
-	return v * mult;
-}
-
-/* "1,2,4" or "0-3,8" (ranges for CPU lists). */
-static int parse_list(const char *s, const char *opt, long min, long max, bool ranges,
-		      struct long_list *l)
-{
-	char *copy = strdup(s), *save = NULL, *tok;
-	int err = 0;
-
-	if (!copy)
-		return -1;
-	l->n = 0;
-	for (tok = strtok_r(copy, ",", &save); tok && !err; tok = strtok_r(NULL, ",", &save)) {
-		char *dash = ranges ? strchr(tok, '-') : NULL;
-		long a, b;
-
-		if (dash) {
-			*dash = '\0';
-			a = parse_long(tok, opt, min, max, &err);
-			b = parse_long(dash + 1, opt, min, max, &err);
-		} else {
-			a = b = parse_long(tok, opt, min, max, &err);
-		}
-		if (err)
-			break;
-		if (b < a) {
-			fprintf(stderr, "fsnw-bench: %s: empty range in '%s'\n", opt, s);
-			err = 1;
-			break;
-		}
-		for (long v = a; v <= b; v++) {
-			if (l->n == LIST_MAX) {
-				fprintf(stderr, "fsnw-bench: %s: more than %d values\n", opt,
-					LIST_MAX);
-				err = 1;
-				break;
-			}
-			l->v[l->n++] = v;
-		}
-	}
-	free(copy);
-	if (!err && !l->n) {
-		fprintf(stderr, "fsnw-bench: %s: empty list\n", opt);
-		err = 1;
-	}
-	return err ? -1 : 0;
-}
-
-static double parse_pct(const char *s, const char *opt, int *err)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s || (*end && strcmp(end, "%")) || v < 0 || v > 1000) {
-		fprintf(stderr, "fsnw-bench: %s: '%s' is not a percentage\n", opt, s);
-		*err = 1;
-	}
-	return v;
-}
-
-static void defaults(struct bench_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->size = SIZE_DEFAULT;
-	o->size_name = "default";
-	o->warmup = o->rounds = -1;
-	o->groups = o->bulk = o->tree_dirs = o->calls = o->files = o->writes = o->ops = -1;
-	o->children = o->cycles = o->linear_max = o->merge_files = o->read_events = -1;
-	o->min_change = 5;
-	o->max_drift = 5;
-	o->max_cv = 15;
-}
-
-static int option_name_index(int id)
-{
-	for (int i = 0; longopts[i].name; i++)
-		if (longopts[i].val == id)
-			return i;
+	fprintf(stderr, "fsnw-bench: --%s: '%s' is not a number in [%ld, %ld]\n", r->flag, s,
+		r->min, r->max);
 	return -1;
 }
 
-static bool option_applies(int id, enum cmd cmd)
+/* The value of an earlier option of bd's table, named by the len bytes at s. */
+static const long *option_value(const struct binding *bd, const char *s, size_t len)
 {
-	for (size_t i = 0; i < sizeof(applies) / sizeof(applies[0]); i++)
-		if (applies[i].id == id)
-			return applies[i].cmds & B(cmd);
-	return false;
+	for (int i = 0; i < nbindings; i++) {
+		const struct binding *o = &bindings[i];
+
+		if (o->table == bd->table && o->base == bd->base && o->resolved &&
+		    o->row->type == OPT_LONG && strlen(o->row->flag) == len &&
+		    !strncmp(o->row->flag, s, len))
+			return field(o);
+	}
+	return NULL;
+}
+
+/*
+ * One number at *s: digits with an optional k or M (binary multiples: depths
+ * are given that way), or a word: cpus, cpus-N, an earlier option's name.
+ * Advances *s past it. Bounds are checked by the caller.
+ */
+static int number(const struct binding *bd, const char **s, long *v)
+{
+	const char *p = *s;
+	char *end;
+
+	if (isalpha((unsigned char)*p)) {
+		size_t len = 0;
+		const long *ref;
+
+		while (isalnum((unsigned char)p[len]) || p[len] == '_' ||
+		       (p[len] == '-' && isalpha((unsigned char)p[len + 1])))
+			len++;
+		if (len == 4 && !strncmp(p, "cpus", 4)) {
+			*v = ncpus;
+			if (p[4] == '-' && isdigit((unsigned char)p[5])) {
+				*v = ncpus - strtol(p + 5, &end, 10);
+				*v = *v < 1 ? 1 : *v;
+				len = (size_t)(end - p);
+			}
+		} else if ((ref = option_value(bd, p, len))) {
+			*v = *ref;
+		} else {
+			return -1;
+		}
+		*s = p + len;
+		return 0;
+	}
+	errno = 0;
+	*v = strtol(p, &end, 10);
+	if (errno || end == p || *v < 0)
+		return -1;
+	if (*end == 'k' || *end == 'K' || *end == 'm' || *end == 'M') {
+		long mult = *end == 'k' || *end == 'K' ? 1024 : 1024 * 1024;
+
+		if (*v > LONG_MAX / mult)
+			return -1;
+		*v *= mult;
+		end++;
+	}
+	*s = end;
+	return 0;
+}
+
+static int push(const struct bench_option *r, struct long_list *l, long v, const char *s)
+{
+	int max = r->max_items ? r->max_items : LIST_MAX;
+
+	if (v < r->min || v > r->max)
+		return bad_number(r, s);
+	if (l->n == max) {
+		if (max < LIST_MAX)
+			fprintf(stderr, "fsnw-bench: --%s: at most %d value%s\n", r->flag, max,
+				max == 1 ? "" : "s");
+		else
+			fprintf(stderr, "fsnw-bench: --%s: more than %d values\n", r->flag, max);
+		return -1;
+	}
+	l->v[l->n++] = v;
+	return 0;
+}
+
+/* "1,2,4", "1..cpus" (1, 2, 4, ... up to cpus), or for CPU lists "0-3,8". */
+static int parse_list(const struct binding *bd, const char *s, struct long_list *l)
+{
+	const struct bench_option *r = bd->row;
+	const char *p = s;
+
+	l->n = 0;
+	while (*p) {
+		long a, b;
+
+		if (number(bd, &p, &a) < 0)
+			return bad_number(r, s);
+		b = a;
+		if (r->type == OPT_CPUS && *p == '-') {
+			p++;
+			if (number(bd, &p, &b) < 0)
+				return bad_number(r, s);
+		} else if (r->type == OPT_LIST && p[0] == '.' && p[1] == '.') {
+			p += 2;
+			if (number(bd, &p, &b) < 0 || a < 1)
+				return bad_number(r, s);
+		}
+		if (*p && *p != ',')
+			return bad_number(r, s);
+		if (b < a) {
+			fprintf(stderr, "fsnw-bench: --%s: empty range in '%s'\n", r->flag, s);
+			return -1;
+		}
+		if (r->type == OPT_CPUS) {
+			for (long v = a; v <= b; v++)
+				if (push(r, l, v, s) < 0)
+					return -1;
+		} else {
+			/* a..b: powers of two times a below b, then b itself. */
+			for (long v = a; v < b; v *= 2)
+				if (push(r, l, v, s) < 0)
+					return -1;
+			if (push(r, l, b, s) < 0)
+				return -1;
+		}
+		if (*p == ',')
+			p++;
+	}
+	if (!l->n) {
+		fprintf(stderr, "fsnw-bench: --%s: empty list\n", r->flag);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_value(struct binding *bd, const char *s)
+{
+	const struct bench_option *r = bd->row;
+	void *f = field(bd);
+
+	switch (r->type) {
+	case OPT_FLAG:
+		*(bool *)f = true;
+		return 0;
+	case OPT_STR:
+		*(const char **)f = s;
+		return 0;
+	case OPT_LONG: {
+		const char *p = s;
+		long v;
+
+		if (number(bd, &p, &v) < 0 || *p || v < r->min || v > r->max)
+			return bad_number(r, s);
+		*(long *)f = v;
+		return 0;
+	}
+	case OPT_LIST:
+	case OPT_CPUS:
+		return parse_list(bd, s, f);
+	case OPT_PCT: {
+		char *end;
+		double v = strtod(s, &end);
+
+		if (end == s || (*end && strcmp(end, "%")) || v < 0 || v > 1000) {
+			fprintf(stderr, "fsnw-bench: --%s: '%s' is not a percentage\n", r->flag, s);
+			return -1;
+		}
+		*(double *)f = v;
+		return 0;
+	}
+	case OPT_SIZE:
+		for (int i = 0; i < NSIZES; i++)
+			if (!strcmp(s, size_names[i])) {
+				*(enum size_preset *)f = (enum size_preset)i;
+				return 0;
+			}
+		fprintf(stderr, "fsnw-bench: --%s: tiny, small, default or seed\n", r->flag);
+		return -1;
+	}
+	return -1;
+}
+
+/* The value of an option nobody set: unset (see cli.h). */
+static void unset(struct binding *bd)
+{
+	void *f = field(bd);
+
+	switch (bd->row->type) {
+	case OPT_FLAG:
+		*(bool *)f = false;
+		break;
+	case OPT_STR:
+		*(const char **)f = NULL;
+		break;
+	case OPT_LONG:
+		*(long *)f = -1;
+		break;
+	case OPT_LIST:
+	case OPT_CPUS:
+		((struct long_list *)f)->n = 0;
+		break;
+	case OPT_PCT:
+		*(double *)f = NAN;
+		break;
+	case OPT_SIZE:
+		*(enum size_preset *)f = SIZE_DEFAULT;
+		break;
+	}
+}
+
+static bool common_applies(const struct bench_option *r, const struct scenario *sc)
+{
+	return (r->scen_flags & sc->flags) != 0;
+}
+
+static int bind(const struct bench_option *table, const struct scenario *sc, void *base,
+		const struct scenario *owner)
+{
+	for (const struct bench_option *r = table; r && r->flag; r++) {
+		if (!owner && !common_applies(r, sc))
+			continue;
+		if (nbindings == BINDINGS_MAX) {
+			fprintf(stderr, "fsnw-bench: too many options\n");
+			return -1;
+		}
+		bindings[nbindings++] = (struct binding){ .row = r, .table = table, .sc = owner,
+							  .base = base };
+	}
+	return 0;
+}
+
+/* The rows the subcommand takes: common ones, its own, and for quick those
+ * of every scenario it runs. */
+static int bind_all(const struct scenario *sc, struct bench_opts *o)
+{
+	nbindings = 0;
+	if (bind(common_options, sc, o, NULL) < 0 || bind(sc->options, sc, sc->opts, sc) < 0)
+		return -1;
+	if (sc->flags & SCEN_SUMMARY) {
+		size_t n;
+		const struct scenario *const *all = scenarios(&n);
+
+		for (size_t i = 0; i < n; i++)
+			if (all[i]->quick && bind(all[i]->options, sc, all[i]->opts, all[i]) < 0)
+				return -1;
+	}
+	return 0;
+}
+
+/* One getopt entry per distinct flag; val is VAL0 + the first binding's index. */
+#define VAL0 256
+
+static struct option *make_longopts(void)
+{
+	struct option *lo = calloc((size_t)nbindings + 2, sizeof(*lo));
+	int n = 0;
+
+	if (!lo)
+		return NULL;
+	for (int i = 0; i < nbindings; i++) {
+		bool dup = false;
+
+		for (int j = 0; j < n && !dup; j++)
+			dup = !strcmp(lo[j].name, bindings[i].row->flag);
+		if (dup)
+			continue;
+		lo[n].name = bindings[i].row->flag;
+		lo[n].has_arg = bindings[i].row->type == OPT_FLAG ? no_argument : required_argument;
+		lo[n].val = VAL0 + i;
+		n++;
+	}
+	lo[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	return lo;
+}
+
+static const struct scenario *find_subcommand(const char *name)
+{
+	const struct scenario *sc = scenario_find(name);
+
+	if (!sc) {
+		fprintf(stderr, "fsnw-bench: unknown subcommand '%s'\n", name);
+		cli_usage(stderr);
+	}
+	return sc;
+}
+
+/*
+ * What argv did not set takes its preset, in table order (a preset may name
+ * an earlier option). --size first, from argv or the scenario's own default:
+ * it picks the preset of everything else.
+ */
+static int resolve(const struct scenario *sc, struct bench_opts *o)
+{
+	o->size = SIZE_DEFAULT;
+	for (int i = 0; i < nbindings; i++)
+		if (bindings[i].row->type == OPT_SIZE && !bindings[i].given && sc->size) {
+			bindings[i].given = true;
+			bindings[i].arg = sc->size;
+		}
+	for (int i = 0; i < nbindings; i++) {
+		struct binding *bd = &bindings[i];
+		const char *v = bd->given ? bd->arg : bd->row->preset[o->size];
+
+		unset(bd);
+		if (bd->given && bd->row->type == OPT_FLAG)
+			v = "";
+		if (v && parse_value(bd, v) < 0) {
+			if (!bd->given)
+				fprintf(stderr, "fsnw-bench: the %s preset of --%s does not "
+					"parse\n", size_names[o->size], bd->row->flag);
+			return -1;
+		}
+		bd->resolved = true;
+	}
+	o->size_name = size_names[o->size];
+	return 0;
+}
+
+/* Read the flags of argv into the bindings; -1 on an unknown one. --help exits. */
+static int read_flags(const struct scenario *sc, int argc, char **argv)
+{
+	struct option *lo = make_longopts();
+	int c;
+
+	if (!lo)
+		return -1;
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		if (c == '?') {
+			fprintf(stderr, "fsnw-bench %s --help lists its options\n", sc->name);
+			free(lo);
+			return -1;
+		}
+		if (c == 'h') {
+			cli_usage_of(stdout, sc);
+			free(lo);
+			exit(0);
+		}
+		/* Every row the flag binds takes the argument (quick: --workers). */
+		for (int i = c - VAL0; i < nbindings; i++)
+			if (!strcmp(bindings[i].row->flag, bindings[c - VAL0].row->flag)) {
+				bindings[i].given = true;
+				bindings[i].arg = optarg;
+			}
+	}
+	free(lo);
+	return 0;
+}
+
+static int check_args(const struct scenario *sc, const struct bench_opts *o)
+{
+	if (o->nargs < sc->min_args) {
+		fprintf(stderr, "fsnw-bench %s: give at least %d %s\n", sc->name, sc->min_args,
+			sc->args ? sc->args : "arguments");
+		return -1;
+	}
+	if (!sc->min_args && o->nargs) {
+		fprintf(stderr, "fsnw-bench %s: unexpected argument '%s'\n", sc->name, o->args[0]);
+		return -1;
+	}
+	return 0;
+}
+
+/* Every name of --variants is one of the scenario's. */
+static int check_variants(const struct scenario *sc, const struct bench_opts *o)
+{
+	for (const char *p = o->variants; p && *p && sc->variants;) {
+		size_t n = strcspn(p, ",");
+		bool found = false;
+
+		for (int i = 0; sc->variants[i]; i++)
+			found |= strlen(sc->variants[i]) == n && !strncmp(p, sc->variants[i], n);
+		if (!found) {
+			fprintf(stderr, "fsnw-bench %s: unknown variant '%.*s'; known:", sc->name,
+				(int)n, p);
+			for (int i = 0; sc->variants[i]; i++)
+				fprintf(stderr, " %s", sc->variants[i]);
+			fputc('\n', stderr);
+			return -1;
+		}
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
+static int count_cpus(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) < 0)
+		return 1;
+	return CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : 1;
 }
 
 int cli_parse(int argc, char **argv, struct bench_opts *o)
 {
-	bool size_given = false;
-	int c, err = 0;
+	const struct scenario *sc;
 
-	defaults(o);
+	memset(o, 0, sizeof(*o));
 	o->argc = argc;
 	o->argv = argv;
+	ncpus = count_cpus();
 	if (argc < 2) {
 		cli_usage(stderr);
 		return -1;
@@ -251,288 +481,148 @@ int cli_parse(int argc, char **argv, struct bench_opts *o)
 		cli_usage(stdout);
 		exit(0);
 	}
-	for (c = 0; c < CMD_COUNT; c++)
-		if (!strcmp(argv[1], cmd_names[c]))
-			break;
-	if (c == CMD_COUNT) {
-		fprintf(stderr, "fsnw-bench: unknown subcommand '%s'\n", argv[1]);
-		cli_usage(stderr);
+	sc = find_subcommand(argv[1]);
+	if (!sc)
 		return -1;
-	}
-	o->cmd = (enum cmd)c;
-	o->cmd_name = cmd_names[c];
-	optind = 2;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		const char *name;
-		int idx;
-
-		if (c == '?')
-			return -1;
-		if (c == 'h')
-			c = O_HELP;
-		idx = option_name_index(c);
-		name = idx >= 0 ? longopts[idx].name : "?";
-		if (!option_applies(c, o->cmd)) {
-			fprintf(stderr, "fsnw-bench: --%s is not an option of %s\n", name,
-				o->cmd_name);
-			return -1;
-		}
-		switch (c) {
-		case O_HELP:
-			cli_usage(stdout);
-			exit(0);
-		case O_SIZE:
-			size_given = true;
-			o->size_name = optarg;
-			if (!strcmp(optarg, "tiny"))
-				o->size = SIZE_TINY;
-			else if (!strcmp(optarg, "small"))
-				o->size = SIZE_SMALL;
-			else if (!strcmp(optarg, "default"))
-				o->size = SIZE_DEFAULT;
-			else if (!strcmp(optarg, "seed"))
-				o->size = SIZE_SEED;
-			else {
-				fprintf(stderr, "fsnw-bench: --size: tiny, small, default or seed\n");
-				return -1;
-			}
-			break;
-		case O_WARMUP:
-			o->warmup = (int)parse_long(optarg, "--warmup", 0, 1000, &err);
-			break;
-		case O_ROUNDS:
-			o->rounds = (int)parse_long(optarg, "--rounds", 1, 100000, &err);
-			break;
-		case O_CSV:
-			o->csv = optarg;
-			break;
-		case O_SVG:
-			o->svg = optarg;
-			break;
-		case O_DIR:
-			o->dir = optarg;
-			break;
-		case O_CPUS:
-			err |= parse_list(optarg, "--cpus", 0, 4095, true, &o->cpus) < 0;
-			break;
-		case O_VARIANTS:
-			o->variants = optarg;
-			break;
-		case O_QUIET:
-			o->quiet = true;
-			break;
-		case O_VERBOSE:
-			o->verbose = true;
-			break;
-		case O_GROUPS:
-			o->groups = parse_long(optarg, "--groups", 1, 65536, &err);
-			break;
-		case O_WORKERS:
-			err |= parse_list(optarg, "--workers", 1, 1024, false, &o->workers) < 0;
-			break;
-		case O_BULK:
-			o->bulk = parse_long(optarg, "--bulk", 1, 1 << 20, &err);
-			break;
-		case O_TREE_DIRS:
-			o->tree_dirs = parse_long(optarg, "--tree-dirs", 1, 1 << 22, &err);
-			break;
-		case O_CALLS:
-			o->calls = parse_long(optarg, "--calls", 1, 1L << 34, &err);
-			break;
-		case O_FILES:
-			o->files = parse_long(optarg, "--files", 1, 1 << 16, &err);
-			break;
-		case O_CLIENTS:
-			err |= parse_list(optarg, "--clients", 1, 1 << 16, false, &o->clients) < 0;
-			break;
-		case O_WRITES:
-			o->writes = parse_long(optarg, "--writes", 1, 1L << 34, &err);
-			break;
-		case O_OPS:
-			o->ops = parse_long(optarg, "--ops", 1, 1L << 26, &err);
-			break;
-		case O_CHILDREN:
-			o->children = parse_long(optarg, "--children", 0, 1L << 30, &err);
-			break;
-		case O_CYCLES:
-			o->cycles = parse_long(optarg, "--cycles", 1, 1 << 20, &err);
-			break;
-		case O_DEPTHS:
-			err |= parse_list(optarg, "--depths", 1, 1L << 26, false, &o->depths) < 0;
-			break;
-		case O_LINEAR_MAX:
-			o->linear_max = parse_long(optarg, "--linear-max-depth", 0, 1L << 26, &err);
-			break;
-		case O_MERGE_FILES:
-			o->merge_files = parse_long(optarg, "--merge-files", 2, 1 << 22, &err);
-			break;
-		case O_READ_EVENTS:
-			o->read_events = parse_long(optarg, "--read-events", 1, 1 << 22, &err);
-			break;
-		case O_CONTROLS:
-			err |= parse_list(optarg, "--controls", 1, 1000, false, &o->controls) < 0;
-			if (!err && o->controls.n > 2) {
-				fprintf(stderr, "fsnw-bench: --controls: one or two runs\n");
-				err = 1;
-			}
-			break;
-		case O_CANDIDATE:
-			err |= parse_list(optarg, "--candidate", 1, 1000, false,
-					  &o->candidates) < 0;
-			break;
-		case O_MIN_CHANGE:
-			o->min_change = parse_pct(optarg, "--min-change", &err);
-			break;
-		case O_MAX_DRIFT:
-			o->max_drift = parse_pct(optarg, "--max-drift", &err);
-			break;
-		case O_MAX_CV:
-			o->max_cv = parse_pct(optarg, "--max-cv", &err);
-			break;
-		case O_SCENARIO:
-			o->scenario = optarg;
-			break;
-		}
-		if (err)
-			return -1;
-	}
-	/* quick is the short demo: small sizes unless --size says otherwise. */
-	if (o->cmd == CMD_QUICK && !size_given) {
-		o->size = SIZE_SMALL;
-		o->size_name = "small";
-	}
+	o->scen = sc;
+	o->cmd_name = sc->name;
+	if (bind_all(sc, o) < 0 || read_flags(sc, argc, argv) < 0 || resolve(sc, o) < 0)
+		return -1;
 	o->nargs = argc - optind;
 	o->args = argv + optind;
-	if (o->cmd == CMD_REPORT && o->nargs < 2) {
-		fprintf(stderr, "fsnw-bench report: give at least two runs (CSV files)\n");
-		return -1;
-	}
-	if (o->cmd != CMD_REPORT && o->nargs) {
-		fprintf(stderr, "fsnw-bench %s: unexpected argument '%s'\n", o->cmd_name,
-			o->args[0]);
-		return -1;
-	}
-	return 0;
-}
-
-long cli_pick(const struct bench_opts *o, long tiny, long small, long def, long seed)
-{
-	switch (o->size) {
-	case SIZE_TINY:
-		return tiny;
-	case SIZE_SMALL:
-		return small;
-	case SIZE_SEED:
-		return seed;
-	default:
-		return def;
-	}
-}
-
-static void set_if(long *v, long preset)
-{
-	if (*v < 0)
-		*v = preset;
-}
-
-/* 1, 2, 4, ... up to n, and n itself. */
-static void powers_up_to(struct long_list *l, long n)
-{
-	l->n = 0;
-	for (long v = 1; v < n && l->n < LIST_MAX - 1; v *= 2)
-		l->v[l->n++] = v;
-	l->v[l->n++] = n;
-}
-
-void cli_resolve(struct bench_opts *o, int ncpu)
-{
-	set_if(&o->groups, cli_pick(o, 8, 32, 32, 96));
-	set_if(&o->bulk, cli_pick(o, 64, 1024, 1024, 1024));
-	set_if(&o->tree_dirs, cli_pick(o, 200, 10000, 10000, 10000));
-	set_if(&o->calls, cli_pick(o, 4096, 65536, 262144, 1048576));
-	set_if(&o->files, cli_pick(o, 4, 16, 64, 1024));
-	set_if(&o->writes, cli_pick(o, 2000, 50000, 200000, 1000000));
-	set_if(&o->ops, cli_pick(o, 2000, 20000, 100000, 100000));
-	set_if(&o->children, cli_pick(o, 1000, 20000, 100000, 12000000));
-	set_if(&o->cycles, cli_pick(o, 10, 50, 100, 100));
-	set_if(&o->linear_max, 16384);
-	set_if(&o->read_events, cli_pick(o, 1000, 16000, 16000, 16000));
-	/* merge_files stays -1: the merge scenario reads fs.fanotify.max_queued_events. */
-	if (!o->workers.n) {
-		if (o->cmd == CMD_CHILDREN) {
-			/* Mutators leave a CPU to the thread that measures. */
-			o->workers.n = 1;
-			o->workers.v[0] = o->size == SIZE_SEED ? 8 : (ncpu > 1 ? ncpu - 1 : 1);
-		} else if (o->size == SIZE_SEED) {
-			o->workers.n = 1;
-			o->workers.v[0] = 8;
-		} else {
-			powers_up_to(&o->workers, ncpu);
-		}
-	}
-	if (!o->clients.n) {
-		if (o->size == SIZE_SEED)
-			powers_up_to(&o->clients, o->files);
-		else
-			powers_up_to(&o->clients, ncpu);
-	}
-	if (!o->depths.n) {
-		if (o->size == SIZE_TINY) {
-			o->depths.n = 2;
-			o->depths.v[0] = 256;
-			o->depths.v[1] = 1024;
-		} else {
-			o->depths.n = 3;
-			o->depths.v[0] = 1024;
-			o->depths.v[1] = 16384;
-			o->depths.v[2] = 1024 * 1024;
-		}
-	}
+	return check_args(sc, o) < 0 || check_variants(sc, o) < 0 ? -1 : 0;
 }
 
 bool cli_variant_on(const struct bench_opts *o, const char *name)
 {
-	const char *p = o->variants;
 	size_t len = strlen(name);
 
-	if (!p)
+	if (!o->variants)
 		return true;
-	while (*p) {
-		const char *end = strchr(p, ',');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
+	for (const char *p = o->variants; *p;) {
+		size_t n = strcspn(p, ",");
 
 		if (n == len && !strncmp(p, name, n))
 			return true;
-		if (!end)
-			break;
-		p = end + 1;
+		p += n + (p[n] == ',');
 	}
 	return false;
 }
 
-int cli_check_variants(const struct bench_opts *o, const char *const *known)
+/* ---- usage, from the same tables ---- */
+
+/* "8 / 32 / 32 / 96", or one value when every size has it; "" when none. */
+static void presets(const struct bench_option *r, char *buf, size_t len)
 {
-	const char *p = o->variants;
+	bool same = true;
 
-	while (p && *p) {
-		const char *end = strchr(p, ',');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-		bool found = false;
-
-		for (int i = 0; known[i]; i++)
-			if (strlen(known[i]) == n && !strncmp(p, known[i], n))
-				found = true;
-		if (!found) {
-			fprintf(stderr, "fsnw-bench %s: unknown variant '%.*s'; known:", o->cmd_name,
-				(int)n, p);
-			for (int i = 0; known[i]; i++)
-				fprintf(stderr, " %s", known[i]);
-			fputc('\n', stderr);
-			return -1;
-		}
-		if (!end)
-			break;
-		p = end + 1;
+	buf[0] = '\0';
+	for (int i = 1; i < NSIZES; i++)
+		same &= r->preset[i] && r->preset[0] && !strcmp(r->preset[i], r->preset[0]);
+	if (!r->preset[0])
+		return;
+	if (same) {
+		snprintf(buf, len, "%s", r->preset[0]);
+		return;
 	}
-	return 0;
+	snprintf(buf, len, "%s / %s / %s / %s", r->preset[0], r->preset[1], r->preset[2],
+		 r->preset[3]);
+}
+
+static void option_line(FILE *f, const char *owner, const struct bench_option *r, int width)
+{
+	char flag[64], p[160];
+
+	snprintf(flag, sizeof(flag), "--%s%s%s", r->flag, r->arg ? " " : "", r->arg ? r->arg : "");
+	presets(r, p, sizeof(p));
+	fprintf(f, "  %-*s  %s%s%s%s%s%s\n", width, flag, owner ? owner : "", owner ? ": " : "",
+		r->help, *p ? " [" : "", p, *p ? "]" : "");
+}
+
+/* The width of the widest "--flag ARG" of the bindings (own or common). */
+static int flag_width(bool own)
+{
+	int w = 0;
+
+	for (int i = 0; i < nbindings; i++) {
+		const struct bench_option *r = bindings[i].row;
+		int n = 2 + (int)strlen(r->flag) + (r->arg ? 1 + (int)strlen(r->arg) : 0);
+
+		if ((bindings[i].sc != NULL) == own && n > w)
+			w = n;
+	}
+	return w;
+}
+
+void cli_usage(FILE *f)
+{
+	size_t n, col;
+	const struct scenario *const *all = scenarios(&n);
+
+	fputs("usage: fsnw-bench SUBCOMMAND [OPTIONS]\n", f);
+	for (size_t i = 0; i < n; i++) {
+		char name[48];
+
+		snprintf(name, sizeof(name), "%s%s%s", all[i]->name, all[i]->args ? " " : "",
+			 all[i]->args ? all[i]->args : "");
+		fprintf(f, "  %-18s %s\n", name, all[i]->summary);
+	}
+	fputs("common:", f);
+	col = 7;
+	for (const struct bench_option *r = common_options; r->flag; r++) {
+		size_t w = strlen(r->flag) + 3 + (r->arg ? strlen(r->arg) + 1 : 0);
+
+		if (col + w > 78) {
+			fputs("\n       ", f);
+			col = 7;
+		}
+		fprintf(f, " --%s%s%s", r->flag, r->arg ? " " : "", r->arg ? r->arg : "");
+		col += w;
+	}
+	fputs("\nfsnw-bench SUBCOMMAND --help lists its options; fsnw-bench(1) says what each "
+	      "measures.\n", f);
+}
+
+void cli_usage_of(FILE *f, const struct scenario *sc)
+{
+	struct bench_opts o;
+	bool words = false;
+	int own = 0, common = 0;
+
+	fprintf(f, "usage: fsnw-bench %s [OPTIONS]%s%s\n  %s\n", sc->name, sc->args ? " " : "",
+		sc->args ? sc->args : "", sc->summary);
+	if (sc->variants) {
+		fputs("variants:", f);
+		for (int i = 0; sc->variants[i]; i++)
+			fprintf(f, " %s", sc->variants[i]);
+		fputc('\n', f);
+	}
+	if (bind_all(sc, &o) < 0)
+		return;
+	for (int i = 0; i < nbindings; i++) {
+		const struct binding *bd = &bindings[i];
+
+		if (!bd->sc)
+			continue;
+		if (!own++)
+			fprintf(f, "options%s:\n", sc->flags & SCEN_MEASURES ?
+				" [presets: tiny / small / default / seed]" : "");
+		option_line(f, sc->flags & SCEN_SUMMARY ? bd->sc->name : NULL, bd->row,
+			    flag_width(true));
+		for (int s = 0; s < NSIZES; s++)
+			words |= bd->row->preset[s] && (strstr(bd->row->preset[s], "cpus") ||
+							  strstr(bd->row->preset[s], ".."));
+	}
+	for (int i = 0; i < nbindings; i++) {
+		if (bindings[i].sc)
+			continue;
+		if (!common++)
+			fputs("common options:\n", f);
+		option_line(f, NULL, bindings[i].row, flag_width(false));
+	}
+	if (sc->size)
+		fprintf(f, "without --size, %s runs at the %s size\n", sc->name, sc->size);
+	if (words)
+		fputs("in presets, cpus is the number of CPUs this process may use, and a..b is a, "
+		      "2a, 4a, ... below b, then b\n", f);
 }

@@ -1,16 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Command line of fsnw-bench: the subcommand, the options every run shares,
- * and the sizes of each scenario. A size left at -1 (or an empty list) takes
- * the value of the --size preset; see cli_resolve().
+ * The command line of fsnw-bench, from tables. Every option is a row: its
+ * flag, the type of its value, where the value goes, its bounds, its value
+ * at each --size preset, and one line of help. The common options are a
+ * table here; each scenario brings its own (scenario.h). Parsing, the
+ * presets and the usage text all come from the same rows, so they cannot
+ * disagree.
  */
 #ifndef FSNW_BENCH_CLI_H
 #define FSNW_BENCH_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #define LIST_MAX 64
+
+struct scenario;
 
 struct long_list {
 	int n;
@@ -22,27 +28,48 @@ enum size_preset {
 	SIZE_SMALL,   /* what quick uses */
 	SIZE_DEFAULT, /* seconds per scenario on a 2-core machine */
 	SIZE_SEED,    /* the sizes of the seed experiments */
+	NSIZES,
 };
 
-enum cmd {
-	CMD_CHURN,
-	CMD_XATTR,
-	CMD_PARENT_WRITE,
-	CMD_OPENCLOSE,
-	CMD_CHILDREN,
-	CMD_MERGE,
-	CMD_QUICK,
-	CMD_REPORT,
-	CMD_COUNT,
+enum opt_type {
+	OPT_FLAG,  /* bool; takes no argument */
+	OPT_STR,   /* const char * */
+	OPT_LONG,  /* long; 16k and 1M are binary multiples */
+	OPT_LIST,  /* struct long_list: "1,2,4" */
+	OPT_CPUS,  /* struct long_list: "0-3,8" */
+	OPT_PCT,   /* double: "5" or "5%" */
+	OPT_SIZE,  /* enum size_preset, by name */
 };
 
+/*
+ * One option. Its value goes to off bytes into the options of its table
+ * (struct bench_opts for the common table, the scenario's opts for its
+ * own). A preset is parsed like the flag's argument, where a number may
+ * also be `cpus` (the CPUs this process may use), `cpus-N`, or the name of
+ * an earlier option of the same table, and a list item `a..b` stands for
+ * a, 2a, 4a, ... below b, and b. A NULL preset leaves the value unset (-1,
+ * an empty list, NULL) for the scenario to decide; its help says how.
+ */
+struct bench_option {
+	const char *flag;
+	const char *arg;      /* what the argument is, for usage: "G", "LIST" */
+	enum opt_type type;
+	size_t off;
+	long min, max;        /* bounds of each number */
+	int max_items;        /* lists: at most this many values (0: LIST_MAX) */
+	const char *preset[NSIZES];
+	const char *help;     /* one line */
+	unsigned scen_flags;  /* common options: the SCEN_* flag a subcommand needs to take it */
+};
+
+/* The options every run shares. */
 struct bench_opts {
-	enum cmd cmd;
+	const struct scenario *scen; /* the subcommand */
 	const char *cmd_name;
 	enum size_preset size;
 	const char *size_name;
-	int warmup;            /* -1: scenario default */
-	int rounds;            /* measured rounds; -1: scenario default */
+	long warmup;           /* -1: scenario default */
+	long rounds;           /* measured rounds; -1: scenario default */
 	const char *csv;
 	const char *svg;
 	const char *dir;       /* where the scratch directory goes */
@@ -51,50 +78,23 @@ struct bench_opts {
 	bool quiet;            /* no progress on stderr */
 	bool verbose;          /* quick: the per-scenario tables too */
 
-	/* churn */
-	long groups;
-	struct long_list workers;
-	long bulk;
-	long tree_dirs;
-	/* xattr */
-	long calls;
-	/* parent-write */
-	long files;
-	struct long_list clients;
-	long writes;
-	/* openclose */
-	long ops;
-	/* addwatch-children */
-	long children;
-	long cycles;
-	/* merge */
-	struct long_list depths;
-	long linear_max;
-	long merge_files;
-	long read_events;
-
-	/* report */
-	struct long_list controls; /* 1-based run numbers */
-	struct long_list candidates;
-	double min_change, max_drift, max_cv; /* percent */
-	const char *scenario;      /* report only this scenario */
-
-	int nargs;                 /* positional arguments (report: the runs) */
+	int nargs;             /* positional arguments (report: the runs) */
 	char **args;
-	int argc;                  /* the whole command line, for the environment record */
+	int argc;              /* the whole command line, for the environment record */
 	char **argv;
 };
 
-/* Parse argv into o; returns 0, or prints why and returns -1 (usage error). */
+/* Parse argv into o and the options of the subcommand's scenarios; returns
+ * 0, or prints why and returns -1 (a usage error). --help prints and exits. */
 int cli_parse(int argc, char **argv, struct bench_opts *o);
-/* Fill sizes still unset from the preset and the machine (CPU count). */
-void cli_resolve(struct bench_opts *o, int ncpu);
-/* The preset's value for a scenario default: tiny, small, default, seed. */
-long cli_pick(const struct bench_opts *o, long tiny, long small, long def, long seed);
+/* Give every option not on the command line its preset (ncpu: the CPUs
+ * this process may use); -1 after saying why when a preset does not parse. */
+int cli_resolve(struct bench_opts *o, int ncpu);
 /* Whether variant name is selected by --variants. */
 bool cli_variant_on(const struct bench_opts *o, const char *name);
-/* Check every name of --variants is one of known (NULL-terminated); -1 if not. */
-int cli_check_variants(const struct bench_opts *o, const char *const *known);
+/* The general usage (every subcommand, the common options). */
 void cli_usage(FILE *f);
+/* The usage of one subcommand: what it takes, each option with its presets. */
+void cli_usage_of(FILE *f, const struct scenario *sc);
 
 #endif

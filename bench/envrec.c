@@ -9,9 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "envrec.h"
 #include "fsnwatch.h"
-#include "harness.h"
 
 #ifndef FSNW_BENCH_VERSION
 #define FSNW_BENCH_VERSION "unknown"

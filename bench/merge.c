@@ -4,10 +4,11 @@
  * unique names (the "create" pass: nothing can merge), then one more event
  * on each name in the same order (the "open" pass: each may merge).
  *
- *  queue   the library's user-space queue (lib/queue.c) fed that stream at
- *          depth D (capacity D, D unique names), against
- *  linear  a plain linear-scan queue of the same capacity (linq.c, the
- *          pre-2021 kernel algorithm): ns per enqueue, merged, dropped.
+ *  queue / linear
+ *          the library's queue driven through the public API against a
+ *          linear-scan queue, at each depth (mergequeue.c).
+ *  dram    one dependent random load from memory, the wall the queue meets
+ *          at depth 1M, measured in the same run (dram.c).
  *  kernel-limited / kernel-unlimited
  *          the stream made by the kernel: files created then opened under a
  *          fanotify FAN_CLASS_NOTIF mount mark (mergekernel.c).
@@ -26,32 +27,49 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "evio.h"
-#include "harness.h"
 #include "itools.h"
-#include "linq.h"
-#include "queue.h"
-#include "scenarios.h"
-#include "strref.h"
+#include "merge.h"
+#include "quick.h"
 #include "svg.h"
 #include "table.h"
 
-const char *const merge_variant_names[] = {
-	"queue", "linear", "lib", "kernel-limited", "kernel-unlimited", "read-raw", "read-lib",
-	"read-lib-nostats", "read-inotifytools", NULL,
+static struct merge_opts {
+	struct long_list depths;
+	long linear_max;
+	long merge_files;
+	long read_events;
+	long dram_mib;
+} opt;
+
+#define F(field) offsetof(struct merge_opts, field)
+static const struct bench_option options[] = {
+	{ .flag = "depths", .arg = "LIST", .type = OPT_LIST, .off = F(depths), .min = 1,
+	  .max = 1L << 26, .preset = { "256,1k", "1k,16k,1M", "1k,16k,1M", "1k,16k,1M" },
+	  .help = "queue depths" },
+	{ .flag = "linear-max-depth", .arg = "D", .type = OPT_LONG, .off = F(linear_max),
+	  .max = 1L << 26, .preset = { "16384", "16384", "16384", "16384" },
+	  .help = "deepest linear-scan queue run" },
+	{ .flag = "merge-files", .arg = "N", .type = OPT_LONG, .off = F(merge_files), .min = 2,
+	  .max = 1 << 22, .help = "files of the seed stream (one more than "
+	  "fs.fanotify.max_queued_events)" },
+	{ .flag = "read-events", .arg = "E", .type = OPT_LONG, .off = F(read_events), .min = 1,
+	  .max = 1 << 22, .preset = { "1000", "16000", "16000", "16000" },
+	  .help = "unique events of the read throughput" },
+	{ .flag = "dram-mib", .arg = "MIB", .type = OPT_LONG, .off = F(dram_mib), .min = 1,
+	  .max = 1 << 16, .preset = { "16", "256", "256", "256" },
+	  .help = "region of the random DRAM load" },
+	{ 0 },
+};
+#undef F
+
+static const char *const variants[] = {
+	"queue", "linear", "dram", "lib", "kernel-limited", "kernel-unlimited", "read-raw",
+	"read-lib", "read-lib-nostats", "read-inotifytools", NULL,
 };
 
-void merge_kernel(struct bench *b, long N, int warmup, int rounds);
-
-/* Names fname_0 ... fname_{n-1}, packed. */
-struct names {
-	long n;
-	char *buf;
-	uint32_t *off;
-	uint8_t *len;
-};
-
-static int names_make(struct names *nm, long n, const char *prefix)
+int names_make(struct names *nm, long n, const char *prefix)
 {
 	size_t cap = (size_t)n * 24, used = 0;
 
@@ -59,8 +77,10 @@ static int names_make(struct names *nm, long n, const char *prefix)
 	nm->buf = malloc(cap);
 	nm->off = malloc((size_t)n * sizeof(*nm->off));
 	nm->len = malloc((size_t)n);
-	if (!nm->buf || !nm->off || !nm->len)
+	if (!nm->buf || !nm->off || !nm->len) {
+		names_free(nm);
 		return -ENOMEM;
+	}
 	for (long i = 0; i < n; i++) {
 		int l = snprintf(nm->buf + used, cap - used, "%s%ld", prefix, i);
 
@@ -71,196 +91,12 @@ static int names_make(struct names *nm, long n, const char *prefix)
 	return 0;
 }
 
-static void names_free(struct names *nm)
+void names_free(struct names *nm)
 {
 	free(nm->buf);
 	free(nm->off);
 	free(nm->len);
 	memset(nm, 0, sizeof(*nm));
-}
-
-#define NAME(nm, i) ((nm)->buf + (nm)->off[i])
-
-struct qresult {
-	double fill, merge, all;
-	uint64_t queued, merged, dropped, overflows;
-	bool ok;
-};
-
-static void record_q(struct bench *b, const char *variant, long D, int m, const struct qresult *r)
-{
-	if (m <= 0)
-		return;
-	bench_record(b, variant, D, m, "enqueue", r->all, "ns/event", r->ok);
-	bench_record(b, variant, D, m, "fill", r->fill, "ns/event", r->ok);
-	bench_record(b, variant, D, m, "merge", r->merge, "ns/event", r->ok);
-	bench_record(b, variant, D, m, "merged", (double)r->merged, "events", r->ok);
-	bench_record(b, variant, D, m, "dropped", (double)r->dropped, "events", r->ok);
-	bench_record(b, variant, D, m, "overflows", (double)r->overflows, "events", r->ok);
-}
-
-/*
- * The library's queue at depth D; its order and counts are checked after.
- * The queue lives across the rounds, as a daemon's does: the warm-up round
- * pays for growing it, measured rounds run in the steady state the library
- * is built for (slots and name buffers reused, no allocation per event).
- */
-static struct qresult queue_round(struct bench *b, struct queue *q, const struct names *nm,
-				  long D, int m)
-{
-	struct qresult r = { .ok = true };
-	struct qowner owner = { .wid = 1 };
-	struct strref *path = strref_new("/bench", 6);
-	struct fsnw_event *ev = malloc(4096 * sizeof(*ev));
-	struct queue_counters c0 = *queue_counters(q);
-	const struct queue_counters *c;
-	uint64_t t0, t1, t2, sum = 0;
-	long next = 0, popped = 0, overflows = 0;
-	bool late = false, order = true;
-	size_t n;
-
-	if (!path || !ev)
-		bench_fatal(b, "out of memory");
-	t0 = now_ns();
-	for (long i = 0; i < D; i++)
-		queue_push(q, &owner, path, FSNW_OPEN, 0, NAME(nm, i), nm->len[i], 0);
-	t1 = now_ns();
-	for (long i = 0; i < D; i++)
-		queue_push(q, &owner, path, FSNW_OPEN, 0, NAME(nm, i), nm->len[i], 0);
-	t2 = now_ns();
-	c = queue_counters(q);
-	r.queued = c->queued - c0.queued;
-	r.merged = c->merged - c0.merged;
-	r.dropped = c->dropped_full - c0.dropped_full;
-	while ((n = queue_pop(q, ev, 4096)) > 0) {
-		for (size_t k = 0; k < n; k++) {
-			if (ev[k].mask & FSNW_OVERFLOW) {
-				overflows++;
-				continue;
-			}
-			late |= overflows > 0;
-			popped++;
-			sum += ev[k].count;
-			if (next >= D || !ev[k].name || strcmp(ev[k].name, NAME(nm, next)))
-				order = false;
-			next++;
-		}
-		queue_release_delivered(q);
-	}
-	r.overflows = (uint64_t)overflows;
-	r.fill = (double)(t1 - t0) / D;
-	r.merge = (double)(t2 - t1) / D;
-	r.all = (double)(t2 - t0) / (2.0 * D);
-	if (r.queued + r.merged + r.dropped != 2 * (uint64_t)D || (uint64_t)popped != r.queued ||
-	    sum != r.queued + r.merged || !order || late || overflows != (r.dropped ? 1 : 0) ||
-	    queue_depth(q) != 0) {
-		bench_fail(b, "queue", D, m, "%llu queued + %llu merged + %llu dropped of %ld; "
-			   "%ld popped, counts sum %llu, order %s, %ld overflows%s",
-			   (unsigned long long)r.queued, (unsigned long long)r.merged,
-			   (unsigned long long)r.dropped, 2 * D, popped, (unsigned long long)sum,
-			   order ? "kept" : "BROKEN", overflows, late ? " (not at the tail)" : "");
-		r.ok = false;
-	}
-	strref_put(path);
-	free(ev);
-	return r;
-}
-
-/* The linear queue, also reused across rounds (emptied after each). */
-static struct qresult linear_round(struct bench *b, struct linq *lq, const struct names *nm,
-				   long D, int m)
-{
-	struct qresult r = { .ok = true };
-	static const char owner;
-	struct linq q = *lq;
-	uint64_t t0, t1, t2, sum = 0;
-	bool order = true;
-
-	q.n = 0;
-	q.overflow = false;
-	q.queued = q.merged = q.dropped = 0;
-	t0 = now_ns();
-	for (long i = 0; i < D; i++) {
-		linq_push(&q, &owner, FSNW_OPEN, NAME(nm, i), nm->len[i]);
-		if (!(i & 1023))
-			bench_progress(b, "linear D=%ld: fill %ld/%ld", D, i, D);
-	}
-	t1 = now_ns();
-	for (long i = 0; i < D; i++) {
-		linq_push(&q, &owner, FSNW_OPEN, NAME(nm, i), nm->len[i]);
-		if (!(i & 1023))
-			bench_progress(b, "linear D=%ld: merge %ld/%ld", D, i, D);
-	}
-	t2 = now_ns();
-	for (size_t k = 0; k < q.n; k++) {
-		sum += q.e[k].count;
-		order &= !strcmp(q.e[k].name, NAME(nm, (long)k));
-	}
-	r.queued = q.queued;
-	r.merged = q.merged;
-	r.dropped = q.dropped;
-	r.overflows = q.overflow;
-	r.fill = (double)(t1 - t0) / D;
-	r.merge = (double)(t2 - t1) / D;
-	r.all = (double)(t2 - t0) / (2.0 * D);
-	/* A full scan finds every earlier event: all of the second pass merges. */
-	if (r.queued != (uint64_t)D || r.merged != (uint64_t)D || r.dropped || !order ||
-	    sum != 2 * (uint64_t)D) {
-		bench_fail(b, "linear", D, m, "%llu queued, %llu merged, %llu dropped of %ld; "
-			   "order %s", (unsigned long long)r.queued, (unsigned long long)r.merged,
-			   (unsigned long long)r.dropped, 2 * D, order ? "kept" : "BROKEN");
-		r.ok = false;
-	}
-	*lq = q;
-	return r;
-}
-
-static void run_queues(struct bench *b)
-{
-	int warmup, rounds;
-
-	bench_rounds(b, cli_pick(b->o, 0, 1, 1, 1), (int)cli_pick(b->o, 2, 5, 5, 5), &warmup,
-		     &rounds);
-	bench_pin_self(b, 0);
-	for (int k = 0; k < b->o->depths.n; k++) {
-		long D = b->o->depths.v[k];
-		struct names nm;
-
-		if (!cli_variant_on(b->o, "queue") && !cli_variant_on(b->o, "linear"))
-			break;
-		if (names_make(&nm, D, "fname_") < 0)
-			bench_fatal(b, "out of memory");
-		for (int v = 0; v < 2; v++) {
-			const char *name = v ? "linear" : "queue";
-			struct queue *q = NULL;
-			struct linq lq = { 0 };
-
-			if (!cli_variant_on(b->o, name))
-				continue;
-			if (v && D > b->o->linear_max) {
-				bench_progress(b, "linear D=%ld skipped", D);
-				fprintf(stderr, "merge: linear at depth %ld not run: a full scan per "
-					"event costs ~%.0e comparisons; --linear-max-depth %ld to "
-					"force\n", D, (double)D * (double)D, D);
-				continue;
-			}
-			if (v ? linq_init(&lq, (size_t)D) < 0 : !(q = queue_new((uint32_t)D, 1)))
-				bench_fatal(b, "out of memory");
-			for (int r = 0; r < warmup + rounds; r++) {
-				struct qresult res;
-
-				bench_progress(b, "%s D=%ld round %d/%d", name, D, r + 1,
-					       warmup + rounds);
-				res = v ? linear_round(b, &lq, &nm, D, r - warmup + 1) :
-					  queue_round(b, q, &nm, D, r - warmup + 1);
-				record_q(b, name, D, r - warmup + 1, &res);
-			}
-			queue_free(q);
-			linq_fini(&lq);
-		}
-		names_free(&nm);
-	}
-	bench_unpin_self(b);
 }
 
 /* ---- the seed's stream through the library ---- */
@@ -363,7 +199,7 @@ static void run_lib_stream(struct bench *b, long N)
 		bench_fail(b, "lib", N, 0, "set-up: %s", strerror(err ? -err : ENOMEM));
 		return;
 	}
-	bench_rounds(b, cli_pick(b->o, 0, 1, 1, 1), (int)cli_pick(b->o, 1, 2, 3, 3), &warmup,
+	bench_rounds(b, bench_pick(b, 0, 1, 1, 1), (int)bench_pick(b, 1, 2, 3, 3), &warmup,
 		     &rounds);
 	for (int r = 0; r < warmup + rounds; r++) {
 		bench_progress(b, "lib round %d/%d", r + 1, warmup + rounds);
@@ -463,9 +299,9 @@ out:
 }
 
 /* Events for the read throughput: what was asked, if the kernel queue holds it. */
-static long read_size(const struct bench *b)
+static long read_size(void)
 {
-	long E = b->o->read_events;
+	long E = opt.read_events;
 	long kmax = read_sysctl("/proc/sys/fs/inotify/max_queued_events");
 
 	return kmax > 0 && E >= kmax ? kmax - 1 : E;
@@ -476,7 +312,7 @@ static void run_read(struct bench *b, long E)
 	static const char *const names[] = { "read-raw", "read-lib", "read-lib-nostats",
 					     "read-inotifytools" };
 	char dir[4096], why[256];
-	struct names nm;
+	struct names nm = { 0 };
 	int warmup, rounds, err;
 	bool any = false;
 
@@ -484,7 +320,7 @@ static void run_read(struct bench *b, long E)
 		any |= cli_variant_on(b->o, names[v]);
 	if (!any)
 		return;
-	if (E != b->o->read_events)
+	if (E != opt.read_events)
 		fprintf(stderr, "merge: read throughput uses %ld events: "
 			"fs.inotify.max_queued_events holds no more\n", E);
 	err = bench_mkdir(b, "merge-read", dir, sizeof(dir));
@@ -494,9 +330,10 @@ static void run_read(struct bench *b, long E)
 		err = bench_make_files(b, dir, "r", E, 0);
 	if (err) {
 		bench_fail(b, "read-raw", E, 0, "set-up: %s", strerror(-err));
+		names_free(&nm);
 		return;
 	}
-	bench_rounds(b, cli_pick(b->o, 0, 1, 1, 1), (int)cli_pick(b->o, 2, 20, 20, 20), &warmup,
+	bench_rounds(b, bench_pick(b, 0, 1, 1, 1), (int)bench_pick(b, 2, 20, 20, 20), &warmup,
 		     &rounds);
 	bench_pin_self(b, 0);
 	/* Interleaved by round, so a slow minute of the machine hits every variant alike. */
@@ -517,17 +354,28 @@ static void run_read(struct bench *b, long E)
 	names_free(&nm);
 }
 
+/* The seed's N: one more than the kernel queue holds, unless --merge-files says. */
+static long seed_files(void)
+{
+	long max = read_sysctl("/proc/sys/fs/fanotify/max_queued_events");
+
+	if (opt.merge_files > 0)
+		return opt.merge_files;
+	return (max > 0 ? max : 16384) + 1;
+}
+
 static void merge_summary(struct bench *b, long N, long E)
 {
 	const char *heads[] = { "depth", "queue ns/ev", "linear ns/ev", "linear/queue",
 				"queue merged", "queue dropped", "linear merged" };
+	const struct long_list *dl = &opt.depths;
 	struct table t;
 	char x[32], y[32], z[32];
 	double lo, hi, raw, lib, off, it;
 
 	table_init(&t, "rrrrrrr", heads);
-	for (int k = 0; k < b->o->depths.n; k++) {
-		long D = b->o->depths.v[k];
+	for (int k = 0; k < dl->n; k++) {
+		long D = dl->v[k];
 		double q = bench_median(b, "merge", "queue", D, "enqueue");
 		double l = bench_median(b, "merge", "linear", D, "enqueue");
 
@@ -542,15 +390,20 @@ static void merge_summary(struct bench *b, long N, long E)
 		table_cell(&t, "%s", fmt_num(z, sizeof(z), bench_median(b, "merge", "linear", D,
 									 "merged")));
 	}
-	printf("\n-- merge: the library's queue vs a linear scan (medians; both passes, "
-	       "capacity = depth) --\n");
+	printf("\n-- merge: the library's queue (through fsnw_pump) vs a linear scan of capacity "
+	       "= depth (medians; both passes) --\n");
 	table_print(&t, stdout);
 	table_free(&t);
-	lo = bench_median(b, "merge", "queue", b->o->depths.v[0], "enqueue");
-	hi = bench_median(b, "merge", "queue", b->o->depths.v[b->o->depths.n - 1], "enqueue");
-	if (b->o->depths.n > 1 && !isnan(lo) && !isnan(hi))
+	lo = bench_median(b, "merge", "queue", dl->v[0], "enqueue");
+	hi = bench_median(b, "merge", "queue", dl->v[dl->n - 1], "enqueue");
+	if (dl->n > 1 && !isnan(lo) && !isnan(hi))
 		printf("queue: depth %ld costs %.2fx depth %ld per enqueue (target at most 1.5x)\n",
-		       b->o->depths.v[b->o->depths.n - 1], hi / lo, b->o->depths.v[0]);
+		       dl->v[dl->n - 1], hi / lo, dl->v[0]);
+	lo = bench_median(b, "merge", "dram", opt.dram_mib, "load");
+	if (!isnan(lo) && !isnan(hi))
+		printf("random DRAM load (%ld MiB chase): %.1f ns; an enqueue at depth %ld costs "
+		       "%.2f of them (target at most 0.5)\n", opt.dram_mib, lo, dl->v[dl->n - 1],
+		       hi / lo);
 	lo = bench_median(b, "merge", "kernel-unlimited", N, "events");
 	if (!isnan(lo))
 		printf("kernel, unlimited queue: %.0f events for %ld files opened twice "
@@ -567,11 +420,11 @@ static void merge_summary(struct bench *b, long N, long E)
 
 static void merge_chart(struct bench *b)
 {
-	struct chart *c = chart_new("merge: enqueue cost on a merge-heavy stream (capacity = "
-				    "depth)", "queue depth (events)", "ns per enqueue", true, true);
+	struct chart *c = chart_new("merge: enqueue cost on a merge-heavy stream",
+				    "queue depth (events)", "ns per enqueue", true, true);
 
-	for (int k = 0; k < b->o->depths.n; k++) {
-		long D = b->o->depths.v[k];
+	for (int k = 0; k < opt.depths.n; k++) {
+		long D = opt.depths.v[k];
 
 		chart_point(c, "queue (hashed, lib)", (double)D,
 			    bench_median(b, "merge", "queue", D, "enqueue"));
@@ -584,32 +437,82 @@ static void merge_chart(struct bench *b)
 		chart_free(c);
 }
 
-int scen_merge(struct bench *b)
+static int merge_run(struct bench *b)
 {
-	long N = b->o->merge_files;
+	long N = seed_files();
 	int warmup, rounds;
 
-	if (N < 0) {
-		long max = read_sysctl("/proc/sys/fs/fanotify/max_queued_events");
-
-		/* The seed's N: one more than the kernel queue holds. */
-		N = (max > 0 ? max : 16384) + 1;
-	}
 	bench_begin(b, "merge", "depth");
-	run_queues(b);
+	merge_queues(b, &opt.depths, opt.linear_max);
+	merge_dram(b, opt.dram_mib);
 	run_lib_stream(b, N);
-	bench_rounds(b, cli_pick(b->o, 0, 0, 1, 1), (int)cli_pick(b->o, 1, 1, 3, 3), &warmup,
+	bench_rounds(b, bench_pick(b, 0, 0, 1, 1), (int)bench_pick(b, 1, 1, 3, 3), &warmup,
 		     &rounds);
 	if (cli_variant_on(b->o, "kernel-limited") || cli_variant_on(b->o, "kernel-unlimited"))
 		merge_kernel(b, N, warmup, rounds);
-	run_read(b, read_size(b));
+	run_read(b, read_size());
 	merge_chart(b);
 	{
 		bool tables = b->tables;
 
 		bench_end(b);
 		if (tables)
-			merge_summary(b, N, read_size(b));
+			merge_summary(b, N, read_size());
 	}
 	return 0;
 }
+
+static void merge_quick(struct bench *b, struct quick *q)
+{
+	const struct long_list *dl = &opt.depths;
+	long N = seed_files(), E = read_size(), deepest = dl->v[dl->n - 1];
+	double dram, deep;
+	char label[96];
+
+	for (int k = 0; k < dl->n; k++) {
+		long D = dl->v[k];
+		double linear = D > opt.linear_max ? quick_may(q, "linear", D, "enqueue") :
+						     quick_need(q, "linear", D, "enqueue");
+
+		snprintf(label, sizeof(label), "merge queue, depth %ld", D);
+		quick_row(q, label, "ns/event", linear, NAN, quick_need(q, "queue", D, "enqueue"),
+			  NAN, "raw col. = linear scan (pre-5.13 kernel); lib merged %.0f, dropped "
+			  "%.0f, through fsnw_pump", quick_need(q, "queue", D, "merged"),
+			  quick_need(q, "queue", D, "dropped"));
+	}
+	/* Beside the deepest queue: this machine's memory wall, from the same run. */
+	dram = quick_need(q, "dram", opt.dram_mib, "load");
+	deep = quick_may(q, "queue", deepest, "enqueue");
+	quick_row(q, "random DRAM load", "ns/load", dram, NAN, NAN, NAN,
+		  "dependent pointer chase over %ld MiB; an enqueue at depth %ld costs %.2f "
+		  "loads (target <= 0.5)", opt.dram_mib, deepest, deep / dram);
+	snprintf(label, sizeof(label), "merge seed stream, %ld files x2", N);
+	quick_row(q, label, "events", quick_need(q, "kernel-limited", N, "events"), NAN,
+		  quick_need(q, "lib", N, "events"), NAN,
+		  "raw col. = fanotify limited queue (+%.0f overflow); lib +%.0f overflow; "
+		  "fanotify unlimited %.0f events", quick_need(q, "kernel-limited", N, "overflows"),
+		  quick_need(q, "lib", N, "overflows"),
+		  quick_need(q, "kernel-unlimited", N, "events"));
+	{
+		double on = quick_need(q, "read-lib", E, "read");
+		double off = quick_need(q, "read-lib-nostats", E, "read");
+
+		quick_row(q, "event read throughput", "ns/event",
+			  quick_need(q, "read-raw", E, "read"),
+			  quick_need(q, "read-inotifytools", E, "read"), on, NAN,
+			  "%ld unique events; timing off %.1f ns (on/off %+.1f%%, target within "
+			  "3%%)", E, off, (on / off - 1) * 100);
+	}
+}
+
+BENCH_SCENARIO(merge) = {
+	.name = "merge",
+	.order = 50,
+	.summary = "merging event queues, kernel and user space (seed 004)",
+	.flags = SCEN_MEASURES | SCEN_ROUNDS | SCEN_CHARTS,
+	.run = merge_run,
+	.variants = variants,
+	.options = options,
+	.opts = &opt,
+	.quick = merge_quick,
+};

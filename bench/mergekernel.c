@@ -26,9 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "harness.h"
-
-void merge_kernel(struct bench *b, long N, int warmup, int rounds);
+#include "bench.h"
+#include "merge.h"
 
 enum msg_type { MSG_RESULT, MSG_SKIP, MSG_FAIL, MSG_PROGRESS };
 

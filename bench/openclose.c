@@ -13,13 +13,24 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "evio.h"
-#include "harness.h"
+#include "quick.h"
 #include "reader.h"
-#include "scenarios.h"
 #include "summary.h"
 
-const char *const oc_variant_names[] = { "none", "other", "parent-raw", "parent-lib", NULL };
+static struct oc_opts {
+	long ops;
+} opt;
+
+static const struct bench_option options[] = {
+	{ .flag = "ops", .arg = "N", .type = OPT_LONG, .off = offsetof(struct oc_opts, ops),
+	  .min = 1, .max = 1L << 26, .preset = { "2000", "20000", "100000", "100000" },
+	  .help = "opens and closes a round" },
+	{ 0 },
+};
+
+static const char *const variants[] = { "none", "other", "parent-raw", "parent-lib", NULL };
 
 #define OC_MASK (IN_OPEN | IN_CLOSE_NOWRITE)
 
@@ -111,10 +122,10 @@ out:
 	reader_free(&r);
 }
 
-int scen_openclose(struct bench *b)
+static int oc_run(struct bench *b)
 {
 	char dir[4096], other[4096];
-	long N = b->o->ops;
+	long N = opt.ops;
 	uint64_t *lat;
 	int warmup, rounds, err;
 
@@ -139,12 +150,12 @@ int scen_openclose(struct bench *b)
 		bench_end(b);
 		return 0;
 	}
-	bench_rounds(b, cli_pick(b->o, 0, 1, 1, 1), (int)cli_pick(b->o, 2, 5, 5, 5), &warmup,
+	bench_rounds(b, bench_pick(b, 0, 1, 1, 1), (int)bench_pick(b, 2, 5, 5, 5), &warmup,
 		     &rounds);
 	bench_pin_self(b, 0);
 	for (int r = 0; r < warmup + rounds; r++)
-		for (int v = 0; oc_variant_names[v]; v++) {
-			const char *name = oc_variant_names[v];
+		for (int v = 0; variants[v]; v++) {
+			const char *name = variants[v];
 
 			if (!cli_variant_on(b->o, name) ||
 			    (strcmp(name, "none") && !bench_inotify_room(b, name, 1)))
@@ -157,3 +168,25 @@ int scen_openclose(struct bench *b)
 	bench_end(b);
 	return 0;
 }
+
+static void oc_quick(struct bench *b, struct quick *q)
+{
+	quick_row(q, "openclose p50, parent watch", "ns", quick_need(q, "parent-raw", 1, "p50"),
+		  NAN, quick_need(q, "parent-lib", 1, "p50"), NAN,
+		  "p99 %.0f / %.0f; no watch p50 %.0f; events raw %.0f, lib %.0f (merged)",
+		  quick_need(q, "parent-raw", 1, "p99"), quick_need(q, "parent-lib", 1, "p99"),
+		  quick_need(q, "none", 1, "p50"), quick_need(q, "parent-raw", 1, "events"),
+		  quick_need(q, "parent-lib", 1, "events"));
+}
+
+BENCH_SCENARIO(openclose) = {
+	.name = "openclose",
+	.order = 30,
+	.summary = "open+close latency under a parent watch (seed 002)",
+	.flags = SCEN_MEASURES | SCEN_ROUNDS,
+	.run = oc_run,
+	.variants = variants,
+	.options = options,
+	.opts = &opt,
+	.quick = oc_quick,
+};

@@ -16,14 +16,35 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "evio.h"
-#include "harness.h"
+#include "quick.h"
 #include "reader.h"
-#include "scenarios.h"
 #include "svg.h"
 #include "table.h"
 
-const char *const pw_variant_names[] = { "none", "other", "parent-raw", "parent-lib", NULL };
+static struct pw_opts {
+	long files;
+	struct long_list clients;
+	long writes;
+} opt;
+
+#define F(field) offsetof(struct pw_opts, field)
+static const struct bench_option options[] = {
+	{ .flag = "files", .arg = "F", .type = OPT_LONG, .off = F(files), .min = 1,
+	  .max = 1 << 16, .preset = { "4", "16", "64", "1024" },
+	  .help = "files of 4 KiB in the directory" },
+	{ .flag = "clients", .arg = "LIST", .type = OPT_LIST, .off = F(clients), .min = 1,
+	  .max = 1 << 16, .preset = { "1..cpus", "1..cpus", "1..cpus", "1..files" },
+	  .help = "writer threads, client i on file i" },
+	{ .flag = "writes", .arg = "N", .type = OPT_LONG, .off = F(writes), .min = 1,
+	  .max = 1L << 34, .preset = { "2000", "50000", "200000", "1000000" },
+	  .help = "one-byte pwrites per client a round" },
+	{ 0 },
+};
+#undef F
+
+static const char *const variants[] = { "none", "other", "parent-raw", "parent-lib", NULL };
 
 struct pw {
 	struct team team;
@@ -197,8 +218,8 @@ static void pw_summary(struct bench *b)
 	char x[32];
 
 	table_init(&t, "rrrrrrrrrr", heads);
-	for (int k = 0; k < b->o->clients.n; k++) {
-		long X = b->o->clients.v[k];
+	for (int k = 0; k < opt.clients.n; k++) {
+		long X = opt.clients.v[k];
 		double v[9] = {
 			pw_med(b, "none", X, "write"),
 			pw_med(b, "parent-raw", X, "write"),
@@ -226,10 +247,10 @@ static void pw_summary(struct bench *b)
 	table_free(&t);
 }
 
-int scen_parent_write(struct bench *b)
+static int pw_run(struct bench *b)
 {
 	char dir[4096], other[4096];
-	long F = b->o->files, N = b->o->writes;
+	long F = opt.files, N = opt.writes;
 	int warmup, rounds, err;
 	struct chart *c;
 
@@ -244,10 +265,10 @@ int scen_parent_write(struct bench *b)
 		bench_end(b);
 		return 0;
 	}
-	bench_rounds(b, cli_pick(b->o, 0, 1, 1, 1), (int)cli_pick(b->o, 2, 3, 5, 5), &warmup,
+	bench_rounds(b, bench_pick(b, 0, 1, 1, 1), (int)bench_pick(b, 2, 3, 5, 5), &warmup,
 		     &rounds);
-	for (int k = 0; k < b->o->clients.n; k++) {
-		int X = (int)b->o->clients.v[k];
+	for (int k = 0; k < opt.clients.n; k++) {
+		int X = (int)opt.clients.v[k];
 
 		if (X > F) {
 			fprintf(stderr, "parent-write: skipping %d clients: only %ld files\n", X,
@@ -256,8 +277,8 @@ int scen_parent_write(struct bench *b)
 		}
 		/* Modes interleave by round: a slow moment of the machine hits all alike. */
 		for (int r = 0; r < warmup + rounds; r++)
-			for (int v = 0; pw_variant_names[v]; v++) {
-				const char *name = pw_variant_names[v];
+			for (int v = 0; variants[v]; v++) {
+				const char *name = variants[v];
 
 				if (!cli_variant_on(b->o, name) ||
 				    (strcmp(name, "none") && !bench_inotify_room(b, name, 1)))
@@ -269,11 +290,11 @@ int scen_parent_write(struct bench *b)
 	}
 	c = chart_new("parent-write: 1-byte pwrite cost under a watch (tmpfs)", "clients",
 		      "ns per write", false, false);
-	for (int v = 0; pw_variant_names[v]; v++)
-		for (int k = 0; k < b->o->clients.n; k++)
-			chart_point(c, pw_variant_names[v], (double)b->o->clients.v[k],
-				    bench_median(b, "parent-write", pw_variant_names[v],
-						 b->o->clients.v[k], "write"));
+	for (int v = 0; variants[v]; v++)
+		for (int k = 0; k < opt.clients.n; k++)
+			chart_point(c, variants[v], (double)opt.clients.v[k],
+				    bench_median(b, "parent-write", variants[v],
+						 opt.clients.v[k], "write"));
 	if (c && c->nseries)
 		bench_add_chart(b, c);
 	else
@@ -287,3 +308,35 @@ int scen_parent_write(struct bench *b)
 	}
 	return 0;
 }
+
+static void pw_quick(struct bench *b, struct quick *q)
+{
+	char label[96];
+
+	for (int k = 0; k < opt.clients.n; k++) {
+		long X = opt.clients.v[k];
+
+		snprintf(label, sizeof(label), "parent-write X=%ld, writer cost", X);
+		quick_row(q, label, "ns/write", quick_need(q, "parent-raw", X, "write"), NAN,
+			  quick_need(q, "parent-lib", X, "write"), NAN,
+			  "no watch %.0f; events read raw %.0f, lib delivered %.0f (merged %.0f); "
+			  "overflows %.0f/%.0f", quick_need(q, "none", X, "write"),
+			  quick_need(q, "parent-raw", X, "events"),
+			  quick_need(q, "parent-lib", X, "events"),
+			  quick_need(q, "parent-lib", X, "merged"),
+			  quick_need(q, "parent-raw", X, "overflows"),
+			  quick_need(q, "parent-lib", X, "overflows"));
+	}
+}
+
+BENCH_SCENARIO(parent_write) = {
+	.name = "parent-write",
+	.order = 20,
+	.summary = "1-byte pwrites under a parent watch (seed 002)",
+	.flags = SCEN_MEASURES | SCEN_ROUNDS | SCEN_CHARTS,
+	.run = pw_run,
+	.variants = variants,
+	.options = options,
+	.opts = &opt,
+	.quick = pw_quick,
+};

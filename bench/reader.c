@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "evio.h"
-#include "harness.h"
 #include "reader.h"
 
 static void note_name(struct reader *r, const char *name)

@@ -19,12 +19,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "bench.h"
 #include "csv.h"
 #include "envrec.h"
-#include "scenarios.h"
 #include "summary.h"
 #include "table.h"
+
+struct report_opts {
+	struct long_list controls;   /* 1-based run numbers */
+	struct long_list candidates;
+	double min_change, max_drift, max_cv; /* percent */
+	const char *scenario;        /* report only this scenario */
+};
+
+static struct report_opts opt;
+
+#define F(field) offsetof(struct report_opts, field)
+static const struct bench_option options[] = {
+	{ .flag = "controls", .arg = "I,J", .type = OPT_LIST, .off = F(controls), .min = 1,
+	  .max = 1000, .max_items = 2,
+	  .help = "the control runs (default: the first and the last)" },
+	{ .flag = "candidate", .arg = "LIST", .type = OPT_LIST, .off = F(candidates), .min = 1,
+	  .max = 1000, .help = "the candidate runs (default: every run between the controls)" },
+	{ .flag = "min-change", .arg = "PCT", .type = OPT_PCT, .off = F(min_change),
+	  .preset = { "5", "5", "5", "5" },
+	  .help = "a signal changes at least this much against every control" },
+	{ .flag = "max-drift", .arg = "PCT", .type = OPT_PCT, .off = F(max_drift),
+	  .preset = { "5", "5", "5", "5" }, .help = "the controls' drift stays below this" },
+	{ .flag = "max-cv", .arg = "PCT", .type = OPT_PCT, .off = F(max_cv),
+	  .preset = { "15", "15", "15", "15" }, .help = "the CV in every run is at most this" },
+	{ .flag = "scenario", .arg = "NAME", .type = OPT_STR, .off = F(scenario),
+	  .help = "report this scenario only" },
+	{ 0 },
+};
+#undef F
 
 struct run {
 	const char *path;
@@ -128,7 +156,7 @@ static void describe_runs(struct run *runs, int n)
 }
 
 /* Gate verdict for one metric; `why` lists what missed. */
-static bool gates(const struct bench_opts *o, const struct stat_of *st, const int *idx, int nst,
+static bool gates(const struct report_opts *o, const struct stat_of *st, const int *idx, int nst,
 		  int nctl, double vs_a, double vs_b, double drift, char *why, size_t len)
 {
 	size_t off = 0;
@@ -174,7 +202,7 @@ static bool gates(const struct bench_opts *o, const struct stat_of *st, const in
 	return ok;
 }
 
-static void compare(const struct bench_opts *o, struct run *runs, int cand, int ca, int cb)
+static void compare(const struct report_opts *o, struct run *runs, int cand, int ca, int cb)
 {
 	const char *heads[] = { "scenario", "variant", "workers", "metric", "unit", "ctl A",
 				"candidate", "ctl B", "vs A", "vs B", "vs mid", "drift |B-A|/mid",
@@ -275,9 +303,11 @@ static void compare(const struct bench_opts *o, struct run *runs, int cand, int 
 	table_free(&t);
 }
 
-int cmd_report(const struct bench_opts *o)
+static int report_run(struct bench *b)
 {
-	int n = o->nargs, ret = 0;
+	const struct report_opts *o = &opt;
+	char **args = b->o->args;
+	int n = b->o->nargs, ret = 0;
 	struct run *runs = calloc((size_t)n, sizeof(*runs));
 	int ca, cb;
 
@@ -286,16 +316,16 @@ int cmd_report(const struct bench_opts *o)
 	for (int i = 0; i < n; i++) {
 		char env[4200];
 
-		runs[i].path = o->args[i];
-		runs[i].nrows = csv_load(o->args[i], &runs[i].rows);
+		runs[i].path = args[i];
+		runs[i].nrows = csv_load(args[i], &runs[i].rows);
 		if (runs[i].nrows < 0) {
-			fprintf(stderr, "fsnw-bench report: %s: %s\n", o->args[i],
+			fprintf(stderr, "fsnw-bench report: %s: %s\n", args[i],
 				strerror((int)-runs[i].nrows));
 			runs[i].nrows = 0;
 			ret = -1;
 			goto out;
 		}
-		snprintf(env, sizeof(env), "%s.env", o->args[i]);
+		snprintf(env, sizeof(env), "%s.env", args[i]);
 		runs[i].have_env = envrec_read(env, &runs[i].env) == 0;
 		if (!runs[i].have_env)
 			fprintf(stderr, "fsnw-bench report: %s: no environment record; boots cannot "
@@ -333,3 +363,14 @@ out:
 	free(runs);
 	return ret;
 }
+
+BENCH_SCENARIO(report) = {
+	.name = "report",
+	.args = "RUN.csv...",
+	.min_args = 2,
+	.order = 100,
+	.summary = "compare runs from different boots (gates)",
+	.run = report_run,
+	.options = options,
+	.opts = &opt,
+};

@@ -6,22 +6,34 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "harness.h"
-#include "scenarios.h"
+#include "bench.h"
+#include "quick.h"
 
 #define XATTR_NAME "user.fsnw-bench"
 
-const char *const xattr_variant_names[] = { "raw", NULL };
+static struct xattr_opts {
+	long calls;
+} opt;
 
-int scen_xattr(struct bench *b)
+static const struct bench_option options[] = {
+	{ .flag = "calls", .arg = "N", .type = OPT_LONG, .off = offsetof(struct xattr_opts, calls),
+	  .min = 1, .max = 1L << 34, .preset = { "4096", "65536", "262144", "1048576" },
+	  .help = "flistxattr calls a round" },
+	{ 0 },
+};
+
+static const char *const variants[] = { "raw", NULL };
+
+static int xattr_run(struct bench *b)
 {
 	char dir[4096], path[4200], buf[8192];
-	long N = b->o->calls;
+	long N = opt.calls;
 	ssize_t want = (ssize_t)sizeof(XATTR_NAME);
 	int warmup, rounds, fd, err;
 
@@ -45,7 +57,7 @@ int scen_xattr(struct bench *b)
 		close(fd);
 		goto out;
 	}
-	bench_rounds(b, cli_pick(b->o, 1, 1, 3, 3), (int)cli_pick(b->o, 3, 10, 15, 15), &warmup,
+	bench_rounds(b, bench_pick(b, 1, 1, 3, 3), (int)bench_pick(b, 3, 10, 15, 15), &warmup,
 		     &rounds);
 	bench_pin_self(b, 0);
 	for (int r = 0; r < warmup + rounds; r++) {
@@ -78,3 +90,22 @@ out:
 	bench_end(b);
 	return 0;
 }
+
+static void xattr_quick(struct bench *b, struct quick *q)
+{
+	quick_row(q, "xattr flistxattr (kernel probe)", "ns/op",
+		  quick_need(q, "raw", 1, "flistxattr"), NAN, NAN, NAN, "%ld calls a round",
+		  opt.calls);
+}
+
+BENCH_SCENARIO(xattr) = {
+	.name = "xattr",
+	.order = 10,
+	.summary = "flistxattr on tmpfs (seed 001), a kernel probe",
+	.flags = SCEN_MEASURES | SCEN_ROUNDS,
+	.run = xattr_run,
+	.variants = variants,
+	.options = options,
+	.opts = &opt,
+	.quick = xattr_quick,
+};

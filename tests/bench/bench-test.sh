@@ -1,12 +1,15 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The bench area's tests: bench-test.sh CASE FSNW_BENCH FIXTURES_DIR
+# The bench area's tests:
+#   bench-test.sh CASE FSNW_BENCH FIXTURES_DIR [MAN_PAGE [INTERNAL_ARCHIVE]]
 # Exit 0 pass, 1 fail, 77 skip. No test looks at how fast anything ran: the
 # machine is shared, and a wall-clock threshold would test the machine.
 set -u
 case_=$1
 bench=$2
 fixtures=$3
+manpage=${4:-}
+internal=${5:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/fsnw-bench-test.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
@@ -40,6 +43,30 @@ has() {
 		*) fail "expected '$t' in: $line" ;;
 		esac
 	done
+}
+
+# scenarios: the registered subcommands, as the general usage lists them.
+scenarios() {
+	"$bench" --help | sed -n '/^usage:/,/^common:/{/^  [a-z]/s/^  \([a-z-]*\).*/\1/p}'
+}
+
+# man_section NAME: the text of the page's section NAME (.SS or .SH), with
+# roff's \- read as -.
+man_section() {
+	sed 's/\\-/-/g' "$manpage" | awk -v want="$1" '
+		/^\.S[SH] / { sub(/^\.S[SH] +/, ""); gsub(/"/, ""); on = ($0 == want); next }
+		on { print }'
+}
+
+# tiny SCENARIO: run it at its tiny size; every round's checks must pass.
+tiny() {
+	run "$1" --size tiny --quiet >/dev/null || fail "$1 exited $?"
+	grep -q FAILED "$tmp/out" && fail "$1: a row is marked FAILED"
+	if grep -q '^skip' "$tmp/err" && ! grep -q ' ok$\|every round passed' "$tmp/out"; then
+		echo "$1: everything was skipped" >&2
+		return 77
+	fi
+	return 0
 }
 
 case "$case_" in
@@ -137,7 +164,89 @@ usage)
 	run churn --variants nosuch >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown variant: not 2"
 	run frobnicate >/dev/null 2>&1; [ $? -eq 2 ] || fail "unknown subcommand: not 2"
 	run report only-one.csv >/dev/null 2>&1; [ $? -eq 2 ] || fail "report of one run: not 2"
+	run churn --workers 0 >/dev/null 2>&1; [ $? -eq 2 ] || fail "a number out of range: not 2"
+	run churn --size huge >/dev/null 2>&1; [ $? -eq 2 ] || fail "an unknown size: not 2"
+	run quick --rounds 3 >/dev/null 2>&1; [ $? -eq 2 ] || fail "quick --rounds: not 2"
+	run report --controls 1,2,3 a.csv b.csv >/dev/null 2>&1; [ $? -eq 2 ] ||
+		fail "three controls: not 2"
 	run --help >/dev/null || fail "--help exited $?"
+	run churn --help >/dev/null || fail "churn --help exited $?"
+	has "$(row -- '--groups G')" "[8 / 32 / 32 / 96]"
+	# Presets and the command line share one grammar: 1..4 is 1, 2, 4.
+	run churn --size tiny --quiet --variants raw --workers 1..4 --csv "$tmp/w.csv" \
+		>/dev/null || fail "churn --workers 1..4 exited $?"
+	ran=$(cut -d, -f4 "$tmp/w.csv" | sed 1d | sort -un | tr '\n' ' ')
+	[ "$ran" = "1 2 4 " ] || fail "--workers 1..4 ran $ran"
+	;;
+registry)
+	# Every registered scenario is in the usage, has --help, and is described
+	# in fsnw-bench(1) with each of its options, presets and variants.
+	[ -r "$manpage" ] || fail "no man page given"
+	list=$(scenarios)
+	for s in churn xattr parent-write openclose addwatch-children merge quick report; do
+		echo "$list" | grep -qx -- "$s" || fail "$s is not registered"
+	done
+	man_section SYNOPSIS >"$tmp/syn"
+	for s in $list; do
+		man_section "$s" >"$tmp/sec"
+		[ -s "$tmp/sec" ] || fail "fsnw-bench(1) has no section $s"
+		grep -qx -- ".B fsnw-bench $s" "$tmp/syn" || fail "$s is not in the SYNOPSIS"
+		"$bench" "$s" --help >"$tmp/help" || fail "$s --help exited $?"
+		sed -n 's/^variants: //p' "$tmp/help" | tr ' ' '\n' | while read -r v; do
+			[ -n "$v" ] || continue
+			grep -Eq "^\.B[IR]? (.* )?\"?$v([ \",]|\$)" "$tmp/sec" ||
+				fail "variant $s $v is not in fsnw-bench(1)"
+		done || exit 1
+		# Own options: --flag ARG  help [presets]; quick lists the others'.
+		sed -n '/^options/,/^common options/{/^  --/p}' "$tmp/help" | while read -r line; do
+			flag=$(echo "$line" | sed 's/^\(--[a-z-]*\).*/\1/')
+			presets=$(echo "$line" | sed -n 's/.*\[\(.*\)\]$/\1/p')
+			if [ "$s" = quick ]; then
+				sed 's/\\-/-/g' "$manpage" | grep -Eq -- "$flag([^a-z-]|\$)" ||
+					fail "quick's $flag is nowhere in fsnw-bench(1)"
+				continue
+			fi
+			grep -Eq -- "$flag([^a-z-]|\$)" "$tmp/sec" ||
+				fail "$s $flag is not in its section"
+			[ -z "$presets" ] || grep -qF -- "$presets" "$tmp/sec" ||
+				fail "$s $flag: presets '$presets' are not in its section"
+		done || exit 1
+	done
+	man_section "COMMON OPTIONS" >"$tmp/common"
+	"$bench" --help | sed -n '/^common:/,/^fsnw-bench/p' | grep -o -- '--[a-z-]*' |
+		while read -r flag; do
+			grep -Eq -- "$flag([^a-z-]|\$)" "$tmp/common" ||
+				fail "common $flag is not in fsnw-bench(1)"
+		done || exit 1
+	;;
+quick-refuses)
+	# A row quick cannot fill is refused out loud, never dropped.
+	FSNW_BENCH_DROP_VARIANT=xattr/raw run quick --size tiny --quiet >/dev/null &&
+		fail "quick with an unfillable row exited 0"
+	grep -q "cannot fill the row 'xattr flistxattr (kernel probe)'" "$tmp/err" ||
+		fail "no message on stderr"
+	has "$(row '^xattr flistxattr')" "NOT FILLED"
+	grep -q 'could not be filled' "$tmp/out" || fail "no summary line"
+	;;
+oversubscribed)
+	# More workers than CPUs is said in the output, never silently.
+	run churn --size tiny --quiet --variants raw,floor-new,lib --cpus 0 --workers 1,2 \
+		>/dev/null || fail "churn exited $?"
+	grep -q '^workers 2: more than the 1 CPU ' "$tmp/out" || fail "no oversubscription note"
+	grep -q '^workers 1:' "$tmp/out" && fail "W=1 called oversubscribed on one CPU"
+	;;
+queue-abi)
+	# The queue round goes through the kernel and the public API: at depth
+	# 256 the fan-out is 64 watches x 4 files, touched twice: 8 kernel events,
+	# 256 merged, nothing dropped.
+	run merge --size tiny --quiet --variants queue --depths 256 --csv "$tmp/q.csv" \
+		>/dev/null || fail "merge exited $?"
+	awk -F, '$2 == "queue" && $6 == "kernel-events" && $7 != 8 { bad = 1 }
+		$2 == "queue" && $6 == "merged" && $7 != 256 { bad = 1 }
+		$2 == "queue" && $6 == "dropped" && $7 != 0 { bad = 1 }
+		$2 == "queue" && $6 == "kernel-events" { n++ }
+		END { exit bad || !n }' "$tmp/q.csv" ||
+		fail "queue counts: $(grep queue "$tmp/q.csv")"
 	;;
 svg)
 	run churn --size tiny --quiet --variants raw,lib,floor --svg "$tmp/c.svg" >/dev/null ||
@@ -157,21 +266,45 @@ svg)
 	grep -q 'log scale' "$tmp/m.svg" || fail "merge depth axis is not log"
 	;;
 links)
-	# The scenarios measure the shared library as users get it: every
-	# fsnw_* call must resolve to libfsnwatch.so, not to the archive copy.
+	# fsnw-bench is a client of the public ABI: every fsnw_* call resolves
+	# to libfsnwatch.so, and no internal module of the library is linked in.
 	command -v nm >/dev/null || exit 77
 	nm -D "$bench" | grep -q ' U fsnw_open@' || fail "fsnw_open is not taken from the .so"
 	nm "$bench" | grep -q ' [Tt] fsnw_open$' && fail "fsnw_open linked in statically"
+	nm --defined-only "$bench" | awk '{ print $3 }' | sort -u >"$tmp/bench.syms"
+	grep -E '^(queue_|htab_|strref_|fsnw_(malloc|calloc|realloc|free)$|should_fail$)' \
+		"$tmp/bench.syms" && fail "private copies of the library's internals"
+	if [ -n "$internal" ] && [ -r "$internal" ]; then
+		nm -g --defined-only "$internal" 2>/dev/null | awk 'NF == 3 { print $3 }' |
+			sort -u >"$tmp/internal.syms"
+		[ -s "$tmp/internal.syms" ] || fail "no symbols in $internal"
+		comm -12 "$tmp/internal.syms" "$tmp/bench.syms" >"$tmp/both"
+		[ -s "$tmp/both" ] &&
+			fail "defined in the bench and the library: $(cat "$tmp/both")"
+	fi
 	exit 0
 	;;
-churn | xattr | parent-write | openclose | addwatch-children | merge | quick)
-	# Each scenario at its tiny size: every round's checks must pass.
-	run "$case_" --size tiny --quiet >/dev/null || fail "$case_ exited $?"
-	grep -q FAILED "$tmp/out" && fail "a row is marked FAILED"
-	if grep -q '^skip' "$tmp/err" && ! grep -q ' ok$\|every round passed' "$tmp/out"; then
-		echo "everything was skipped" >&2
-		exit 77
-	fi
+scenarios)
+	# Every registered scenario that measures, at its tiny size.
+	skipped=0
+	for s in $(scenarios); do
+		case $s in quick | report) continue ;; esac
+		tiny "$s" || skipped=$((skipped + 1))
+	done
+	[ "$skipped" -eq 0 ] || echo "$skipped scenarios skipped everything" >&2
+	;;
+quick)
+	tiny quick || exit 77
+	# Its rows: churn's library rows over their floor, the memory wall.
+	has "$(row '^scenario ')" lib/floor
+	awk -F'  +' '/^churn (distinct|shared) W=[0-9]+.* lib/ && $7 !~ /^[0-9.]+$/ { bad = 1 }
+		END { exit bad }' "$tmp/out" || fail "a churn library row has no lib/floor"
+	has "$(row '^random DRAM load ')" ns/load "dependent pointer chase"
+	has "$(row '^merge queue, depth 1024 ')" ns/event
+	grep -q 'NOT FILLED' "$tmp/out" && fail "a row was not filled"
+	;;
+churn | xattr | parent-write | openclose | addwatch-children | merge)
+	tiny "$case_" || exit 77
 	;;
 *)
 	fail "unknown case $case_"

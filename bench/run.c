@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,10 +12,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "envrec.h"
-#include "harness.h"
-#include "svg.h"
-#include "table.h"
+#include "bench.h"
 
 /*
  * Interrupted runs must not leave the scratch directory (it may hold
@@ -134,6 +130,7 @@ int bench_init(struct bench *b, const struct bench_opts *o)
 	struct utsname u;
 	char tmpl[4096];
 	const char *parent = o->dir ? o->dir : default_dir();
+	int err;
 
 	memset(b, 0, sizeof(*b));
 	b->o = o;
@@ -159,52 +156,19 @@ int bench_init(struct bench *b, const struct bench_opts *o)
 	if (!b->dir)
 		return -1;
 	catch_signals(b->dir);
-	if (o->csv) {
-		b->csv = csv_open(o->csv);
-		if (!b->csv) {
-			fprintf(stderr, "fsnw-bench: --csv %s: %s\n", o->csv, strerror(errno));
-			remove_scratch(b);
-			return -1;
-		}
+	err = results_open(b);
+	if (err < 0) {
+		fprintf(stderr, "fsnw-bench: --csv %s: %s\n", o->csv, strerror(-err));
+		remove_scratch(b);
+		return -1;
 	}
 	return 0;
 }
 
 void bench_fini(struct bench *b)
 {
-	int err;
-
-	if (b->csv) {
-		char env[4096];
-
-		if (fclose(b->csv) != 0) {
-			fprintf(stderr, "fsnw-bench: writing %s: %s\n", b->o->csv, strerror(errno));
-			b->failures++;
-		}
-		b->csv = NULL;
-		snprintf(env, sizeof(env), "%s.env", b->o->csv);
-		err = envrec_write(env, b);
-		if (err < 0) {
-			fprintf(stderr, "fsnw-bench: writing %s: %s\n", env, strerror(-err));
-			b->failures++;
-		}
-	}
-	if (b->o->svg) {
-		if (!b->ncharts) {
-			fprintf(stderr, "fsnw-bench: --svg: this run measured nothing to draw\n");
-		} else if ((err = svg_write(b->o->svg, b->charts, b->ncharts)) < 0) {
-			fprintf(stderr, "fsnw-bench: writing %s: %s\n", b->o->svg, strerror(-err));
-			b->failures++;
-		}
-	}
-	charts_free(b->charts, b->ncharts);
-	b->charts = NULL;
-	b->ncharts = 0;
+	results_close(b);
 	remove_scratch(b);
-	free(b->rows);
-	free(b->skips);
-	b->rows = NULL;
-	b->skips = NULL;
 }
 
 void bench_fatal(struct bench *b, const char *fmt, ...)
@@ -223,254 +187,25 @@ void bench_fatal(struct bench *b, const char *fmt, ...)
 	_exit(1);
 }
 
-static void progress_clear(struct bench *b)
+long bench_pick(const struct bench *b, long tiny, long small, long def, long seed)
 {
-	if (b->progress_shown && b->tty)
-		fputs("\r\033[K", stderr);
-	b->progress_shown = false;
-}
-
-void bench_begin(struct bench *b, const char *scenario, const char *scale)
-{
-	b->scenario = scenario;
-	b->scale = scale;
-	b->scen_start = now_ns();
-	b->last_progress = 0;
-	b->progress_shown = false;
-}
-
-void bench_end(struct bench *b)
-{
-	progress_clear(b);
-	if (!b->o->quiet && now_ns() - b->scen_start > 2000000000u)
-		fprintf(stderr, "%s: done in %.1f s\n", b->scenario,
-			(double)(now_ns() - b->scen_start) / 1e9);
-	if (b->tables)
-		bench_print_table(b, b->scenario);
-	b->scenario = NULL;
+	switch (b->o->size) {
+	case SIZE_TINY:
+		return tiny;
+	case SIZE_SMALL:
+		return small;
+	case SIZE_SEED:
+		return seed;
+	default:
+		return def;
+	}
 }
 
 void bench_rounds(const struct bench *b, int def_warmup, int def_rounds, int *warmup,
 		  int *rounds)
 {
-	*warmup = b->o->warmup >= 0 ? b->o->warmup : def_warmup;
-	*rounds = b->o->rounds >= 1 ? b->o->rounds : def_rounds;
-}
-
-static void copy(char *dst, size_t cap, const char *src)
-{
-	snprintf(dst, cap, "%s", src);
-}
-
-/*
- * A test aid: FSNW_BENCH_FAIL_VARIANT=scenario/variant marks every round of
- * that variant failed, so the test suite can see a failed check reach the
- * CSV and the exit status without breaking the kernel on purpose.
- */
-static bool injected_failure(const struct bench *b, const char *variant)
-{
-	const char *v = getenv("FSNW_BENCH_FAIL_VARIANT");
-	size_t n = strlen(b->scenario);
-
-	return v && !strncmp(v, b->scenario, n) && v[n] == '/' && !strcmp(v + n + 1, variant);
-}
-
-void bench_record(struct bench *b, const char *variant, long workers, int round,
-		  const char *metric, double value, const char *unit, bool ok)
-{
-	struct row *r;
-
-	if (b->nrows == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 256;
-		struct row *n = realloc(b->rows, cap * sizeof(*n));
-
-		if (!n)
-			bench_fatal(b, "out of memory");
-		b->rows = n;
-		b->cap = cap;
-	}
-	r = &b->rows[b->nrows++];
-	memset(r, 0, sizeof(*r));
-	copy(r->scenario, sizeof(r->scenario), b->scenario);
-	copy(r->variant, sizeof(r->variant), variant);
-	copy(r->kernel, sizeof(r->kernel), b->kernel);
-	copy(r->metric, sizeof(r->metric), metric);
-	copy(r->unit, sizeof(r->unit), unit);
-	r->workers = workers;
-	r->round = round;
-	r->value = value;
-	if (ok && injected_failure(b, variant)) {
-		bench_fail(b, variant, workers, round, "%s: failure injected by "
-			   "FSNW_BENCH_FAIL_VARIANT", metric);
-		ok = false;
-	}
-	r->ok = ok;
-	if (b->csv)
-		csv_write(b->csv, r);
-}
-
-void bench_fail(struct bench *b, const char *variant, long workers, int round,
-		const char *fmt, ...)
-{
-	va_list ap;
-
-	progress_clear(b);
-	b->failures++;
-	if (round > 0)
-		fprintf(stderr, "FAIL %s %s %s=%ld round %d: ", b->scenario, variant,
-			b->scale ? b->scale : "workers", workers, round);
-	else
-		fprintf(stderr, "FAIL %s %s %s=%ld (set-up or warm-up): ", b->scenario, variant,
-			b->scale ? b->scale : "workers", workers);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-void bench_skip(struct bench *b, const char *variant, const char *fmt, ...)
-{
-	struct skip *s, *n;
-	va_list ap;
-
-	if (bench_skipped(b, b->scenario, variant))
-		return;
-	n = realloc(b->skips, (b->nskips + 1) * sizeof(*n));
-	if (!n)
-		bench_fatal(b, "out of memory");
-	b->skips = n;
-	s = &b->skips[b->nskips++];
-	copy(s->scenario, sizeof(s->scenario), b->scenario);
-	copy(s->variant, sizeof(s->variant), variant);
-	va_start(ap, fmt);
-	vsnprintf(s->reason, sizeof(s->reason), fmt, ap);
-	va_end(ap);
-	progress_clear(b);
-	fprintf(stderr, "skip %s %s: %s\n", s->scenario, s->variant, s->reason);
-}
-
-bool bench_skipped(const struct bench *b, const char *scenario, const char *variant)
-{
-	for (size_t i = 0; i < b->nskips; i++)
-		if (!strcmp(b->skips[i].scenario, scenario) &&
-		    !strcmp(b->skips[i].variant, variant))
-			return true;
-	return false;
-}
-
-void bench_progress(struct bench *b, const char *fmt, ...)
-{
-	uint64_t now = now_ns();
-	va_list ap;
-
-	if (b->o->quiet)
-		return;
-	/* Quiet for the first second; then at most 5 updates a second on a
-	 * terminal, one line every 2 s into a log. */
-	if (now - b->scen_start < 1000000000u)
-		return;
-	if (now - b->last_progress < (b->tty ? 200000000u : 2000000000u))
-		return;
-	b->last_progress = now;
-	fputs(b->tty ? "\r\033[K" : "", stderr);
-	fprintf(stderr, "%s %5.1fs: ", b->scenario, (double)(now - b->scen_start) / 1e9);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	if (!b->tty)
-		fputc('\n', stderr);
-	b->progress_shown = true;
-}
-
-static bool row_matches(const struct row *r, const char *scenario, const char *variant,
-			long workers, const char *metric)
-{
-	return !strcmp(r->scenario, scenario) && !strcmp(r->variant, variant) &&
-	       r->workers == workers && !strcmp(r->metric, metric);
-}
-
-bool bench_summary(const struct bench *b, const char *scenario, const char *variant,
-		   long workers, const char *metric, struct summary *s)
-{
-	double *v = malloc((b->nrows + 1) * sizeof(*v));
-	size_t n = 0;
-
-	if (!v)
-		return false;
-	for (size_t i = 0; i < b->nrows; i++)
-		if (row_matches(&b->rows[i], scenario, variant, workers, metric))
-			v[n++] = b->rows[i].value;
-	summary_of(v, n, s);
-	free(v);
-	return n > 0;
-}
-
-double bench_median(const struct bench *b, const char *scenario, const char *variant,
-		    long workers, const char *metric)
-{
-	struct summary s;
-
-	return bench_summary(b, scenario, variant, workers, metric, &s) ? s.median : NAN;
-}
-
-bool bench_key_ok(const struct bench *b, const char *scenario, const char *variant,
-		  long workers, const char *metric)
-{
-	for (size_t i = 0; i < b->nrows; i++)
-		if (row_matches(&b->rows[i], scenario, variant, workers, metric) && !b->rows[i].ok)
-			return false;
-	return true;
-}
-
-void bench_print_table(const struct bench *b, const char *scenario)
-{
-	const char *heads[] = { "variant", b->scale ? b->scale : "workers", "metric", "median",
-				"mean", "cv%", "unit", "n", "checks" };
-	struct table t;
-	bool any = false;
-
-	table_init(&t, "lrlrrrlrl", heads);
-	for (size_t i = 0; i < b->nrows; i++) {
-		const struct row *r = &b->rows[i];
-		struct summary s;
-		char m[32], a[32], c[32];
-		bool seen = false, ok;
-		int bad = 0;
-
-		if (strcmp(r->scenario, scenario))
-			continue;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = row_matches(&b->rows[j], scenario, r->variant, r->workers,
-					   r->metric);
-		if (seen)
-			continue;
-		bench_summary(b, scenario, r->variant, r->workers, r->metric, &s);
-		for (size_t j = i; j < b->nrows; j++)
-			if (row_matches(&b->rows[j], scenario, r->variant, r->workers, r->metric) &&
-			    !b->rows[j].ok)
-				bad++;
-		ok = bad == 0;
-		table_cell(&t, "%s", r->variant);
-		table_cell(&t, "%ld", r->workers);
-		table_cell(&t, "%s", r->metric);
-		table_cell(&t, "%s", fmt_num(m, sizeof(m), s.median));
-		table_cell(&t, "%s", fmt_num(a, sizeof(a), s.mean));
-		table_cell(&t, "%s", isnan(s.cv) ? "-" : (snprintf(c, sizeof(c), "%.1f", s.cv), c));
-		table_cell(&t, "%s", r->unit);
-		table_cell(&t, "%zu", s.n);
-		table_cell(&t, ok ? "ok" : "FAILED %d", bad);
-		any = true;
-	}
-	printf("\n== %s (one run: %s, %d CPUs) ==\n", scenario, b->kernel, b->ncpu);
-	if (any)
-		table_print(&t, stdout);
-	else
-		printf("(nothing measured)\n");
-	for (size_t i = 0; i < b->nskips; i++)
-		if (!strcmp(b->skips[i].scenario, scenario))
-			printf("skipped %s: %s\n", b->skips[i].variant, b->skips[i].reason);
-	table_free(&t);
-	fflush(stdout);
+	*warmup = b->o->warmup >= 0 ? (int)b->o->warmup : def_warmup;
+	*rounds = b->o->rounds >= 1 ? (int)b->o->rounds : def_rounds;
 }
 
 int bench_mkdir(struct bench *b, const char *name, char *path, size_t len)
@@ -535,6 +270,37 @@ int bench_cpu(const struct bench *b, int idx)
 	if (!l->n)
 		return -1;
 	return (int)l->v[(idx % l->n + l->n) % l->n];
+}
+
+int bench_cpus(const struct bench *b)
+{
+	const struct long_list *l = &b->o->cpus;
+	cpu_set_t set;
+
+	if (!l->n)
+		return b->ncpu;
+	CPU_ZERO(&set);
+	for (int i = 0; i < l->n; i++)
+		CPU_SET((int)l->v[i], &set);
+	return CPU_COUNT(&set);
+}
+
+bool bench_oversubscribed(const struct bench *b, long n)
+{
+	return n > bench_cpus(b);
+}
+
+const char *bench_workers_label(const struct bench *b, const char *sym, long n, char *buf,
+				size_t len)
+{
+	int cpus = bench_cpus(b);
+
+	if (bench_oversubscribed(b, n))
+		snprintf(buf, len, "%s=%ld (%d CPU%s, oversubscribed)", sym, n, cpus,
+			 cpus == 1 ? "" : "s");
+	else
+		snprintf(buf, len, "%s=%ld", sym, n);
+	return buf;
 }
 
 void bench_pin_self(struct bench *b, int idx)
@@ -719,19 +485,4 @@ bool bench_inotify_room(struct bench *b, const char *variant, long need)
 		   "fs.inotify.max_user_instances=%ld, or fewer instances (churn: --groups)",
 		   need, max, used, headroom, (used + need + headroom) * 2);
 	return false;
-}
-
-void bench_add_chart(struct bench *b, struct chart *c)
-{
-	struct chart **n;
-
-	if (!c)
-		return;
-	n = realloc(b->charts, (b->ncharts + 1) * sizeof(*n));
-	if (!n) {
-		chart_free(c);
-		return;
-	}
-	b->charts = n;
-	b->charts[b->ncharts++] = c;
 }

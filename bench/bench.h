@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What every scenario works with: one struct bench per run. Its results
+ * (rows, skips, failed checks, charts: results.h) and the run around them
+ * (scratch directory, signals, CPU pinning, worker teams: run.h).
+ */
+#ifndef FSNW_BENCH_BENCH_H
+#define FSNW_BENCH_BENCH_H
+
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "cli.h"
+#include "csv.h"
+#include "results.h"
+#include "run.h"
+#include "scenario.h"
+
+struct chart;
+struct skip;
+
+struct bench {
+	const struct bench_opts *o;
+
+	/* results.c: the scenario running now and what the run measured */
+	const char *scenario;
+	const char *scale;     /* what its workers column means: workers, clients, depth */
+	char kernel[72];       /* uname -r */
+	struct row *rows;
+	size_t nrows, cap;
+	struct skip *skips;
+	size_t nskips;
+	FILE *csv;
+	int failures;          /* failed checks and set-up errors: the exit status */
+	bool tables;           /* print each scenario's table (quick prints one summary) */
+	uint64_t scen_start;
+	uint64_t last_progress;
+	bool progress_shown;
+	struct chart **charts;
+	size_t ncharts;
+
+	/* run.c: where and how it runs */
+	int ncpu;              /* CPUs this process may use */
+	char *dir;             /* the scratch directory of the run */
+	bool tty;
+	cpu_set_t affinity;    /* as started, restored after a single-thread pin */
+	char loadavg[64];      /* /proc/loadavg when the run began: a busy machine shows */
+	long inotify_used;     /* instances of this user, as last counted */
+	uint64_t inotify_seen_ns;
+};
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#endif
