@@ -48,6 +48,19 @@ struct kwatch *kwatch_find(const struct kwatches *t, const unsigned char *key, s
 {
 	struct hnode *n;
 
+	if (len == sizeof(int)) {
+		/* inotify: the key is the wd, kept as a number too. */
+		int wd;
+
+		memcpy(&wd, key, sizeof(wd));
+		htab_for_each_hash(n, &t->by_key, hash_u64((uint64_t)(unsigned)wd)) {
+			struct kwatch *kw = container_of(n, struct kwatch, node);
+
+			if (kw->wd == wd && kw->keylen == sizeof(int))
+				return kw;
+		}
+		return NULL;
+	}
 	htab_for_each_hash(n, &t->by_key, key_hash(key, len)) {
 		struct kwatch *kw = container_of(n, struct kwatch, node);
 
@@ -80,6 +93,12 @@ void kwatch_table_fini(struct kwatches *t)
 {
 	htab_for_each(&t->by_key, free_kwatch, NULL);
 	htab_fini(&t->by_key);
+	while (t->spare) {
+		struct kwatch *kw = t->spare;
+
+		t->spare = kw->victim;
+		mem_free(kw);
+	}
 	kwatch_table_init(t, 0);
 }
 
@@ -117,6 +136,39 @@ static int mark_call(struct fsnw *w, int dirfd, const char *path, uint32_t kmask
 
 static void cover_put(struct fsnw *w, struct kwatch *fs);
 
+/*
+ * Records of small keys (inotify's wd) are kept for reuse, so that
+ * add/remove churn on new objects costs no malloc: SPARE_MAX of them, with
+ * room for any key of up to SPARE_KEY bytes.
+ */
+#define SPARE_MAX 64
+#define SPARE_KEY 8
+
+static struct kwatch *kwatch_alloc(struct kwatches *t, size_t keylen)
+{
+	struct kwatch *kw = t->spare;
+
+	if (keylen > SPARE_KEY)
+		return mem_zalloc(sizeof(*kw) + keylen);
+	if (!kw)
+		return mem_zalloc(sizeof(*kw) + SPARE_KEY);
+	t->spare = kw->victim;
+	t->nspare--;
+	memset(kw, 0, sizeof(*kw));
+	return kw;
+}
+
+static void kwatch_free(struct kwatches *t, struct kwatch *kw)
+{
+	if (kw->keylen > SPARE_KEY || t->nspare >= SPARE_MAX) {
+		mem_free(kw);
+		return;
+	}
+	kw->victim = t->spare;
+	t->spare = kw;
+	t->nspare++;
+}
+
 /* Out of the table and freed. */
 static void kwatch_forget(struct fsnw *w, struct kwatch *kw)
 {
@@ -133,7 +185,7 @@ static void kwatch_forget(struct fsnw *w, struct kwatch *kw)
 	}
 	if (kw->fsmark)
 		t->nfsmarks--;
-	mem_free(kw);
+	kwatch_free(t, kw);
 	if (fs)
 		cover_put(w, fs);
 }
@@ -294,10 +346,12 @@ static uint64_t wait_unmarked(struct fsnw *w, const struct kkey *key)
  * (*waited), which the link then takes over. Otherwise waits, and the
  * caller marks again.
  */
-static bool mark_stands(struct fsnw *w, const struct kkey *key, uint64_t *waited)
+static bool mark_stands(struct fsnw *w, const struct kkey *key, uint64_t *waited,
+			struct kwatch **found)
 {
 	struct kwatch *kw = kwatch_find(&w->kwatches, key->bytes, key->len);
 
+	*found = kw;
 	if (!kw || kw->state != KW_UNMARKING || (*waited && kw->serial == *waited))
 		return true;
 	*waited = wait_unmarked(w, key);
@@ -350,12 +404,13 @@ static bool evict_one(struct fsnw *w)
 }
 
 int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
-		struct kkey *key, uint64_t t0)
+		struct kkey *key, uint64_t t0, uint64_t *t1)
 {
 	struct kwatches *t = &w->kwatches;
 	uint64_t waited = 0;
 	int ret, tries = 0;
 
+	*t1 = 0;
 	if (marked_already(w, dirfd, path, kmask, flags, key))
 		return 0;
 	for (;;) {
@@ -368,18 +423,17 @@ int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uin
 			continue;
 		if (ret < 0)
 			break;
-		if (!mark_stands(w, key, &waited))
+		if (!mark_stands(w, key, &waited, &kw))
 			continue;
 		/* A dead mark's key, or an unknown key while marks were
 		 * dropped: mark again to learn whether ours lives. */
-		kw = kwatch_find(t, key->bytes, key->len);
 		if (((kw && kw->dropped) || (!kw && gen != t->drop_gen)) && ++tries < MARK_TRIES)
 			continue;
 		if (kw && kw->dropped)
 			ret = -ENOENT;
 		break;
 	}
-	stats_end(w, &w->st.lat_kernel_mark, t0);
+	*t1 = stats_end(w, &w->st.lat_kernel_mark, t0);
 	PROBE2(mark, ret, kmask);
 	return ret;
 }
@@ -415,7 +469,7 @@ void kwatch_unmark_new(struct fsnw *w, const struct kkey *key)
 /* A new kernel watch in the table; the caller has reserved room. */
 static struct kwatch *kwatch_new(struct fsnw *w, const struct kkey *key, uint32_t flags)
 {
-	struct kwatch *kw = mem_zalloc(sizeof(*kw) + key->len);
+	struct kwatch *kw = kwatch_alloc(&w->kwatches, key->len);
 
 	if (!kw)
 		return NULL;
@@ -686,6 +740,7 @@ static int cover_call(struct fsnw *w, int dirfd, const char *path, uint32_t kmas
 		      uint32_t flags, struct kkey *key, struct kkey *fskey)
 {
 	uint64_t waited = 0;
+	struct kwatch *fs;
 	int ret;
 
 	do {
@@ -695,7 +750,7 @@ static int cover_call(struct fsnw *w, int dirfd, const char *path, uint32_t kmas
 		ret = w->be->cover(w, dirfd, path, kmask, flags, key, fskey, &tally);
 		relock(w, dropped);
 		sys_tally_fold(w, &tally);
-	} while (ret == 0 && !mark_stands(w, fskey, &waited));
+	} while (ret == 0 && !mark_stands(w, fskey, &waited, &fs));
 	return ret;
 }
 
@@ -709,7 +764,9 @@ int kwatch_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
 	if ((flags & FSNW_WATCH_TREE) && w->be->cover &&
 	    cover_call(w, dirfd, path, kmask, flags, &key, &fskey) == 0)
 		return link_covered(w, lw, &key, &fskey, dirfd, path, kmask, flags, linkpath, out);
-	ret = kwatch_mark(w, dirfd, path, kmask, flags, &key, stats_start(w));
+	uint64_t t1;
+
+	ret = kwatch_mark(w, dirfd, path, kmask, flags, &key, stats_start(w), &t1);
 	if (ret < 0)
 		return ret;
 	return kwatch_link(w, lw, &key, dirfd, path, kmask, flags, linkpath, out);

@@ -115,6 +115,8 @@ struct kwatches {
 	uint32_t live_gen;    /* reconcile generation */
 	uint64_t drop_gen;    /* kernel drops seen: a mark made meanwhile is checked */
 	uint64_t serial;      /* the last kernel watch record made */
+	struct kwatch *spare; /* freed records kept for reuse (by ->victim) */
+	size_t nspare;
 	unsigned hold_lock;   /* a tree walk runs: kernel calls keep the lock */
 	bool all_pending;     /* a batch: every link waits for its settle */
 	size_t nfsmarks;      /* filesystem-mark kernel watches (not objects watched) */
@@ -179,14 +181,15 @@ void kwatch_flush(struct fsnw *w);
 
 /*
  * The two halves of an attach, for callers that time the mark with their own
- * clock read (t0, from stats_start). kwatch_mark makes the kernel call (one
+ * clock read (t0, from stats_start; *t1 gets the read that ended the mark's
+ * timing, or 0, for the caller's histogram to end at). kwatch_mark makes the kernel call (one
  * syscall; an object already watched gets no new mark). kwatch_link then
  * attaches lw to the kernel watch of key, reporting linkpath; if it fails, a
  * mark that created no kernel watch of ours is undone. kwatch_unmark_new
  * undoes such a mark when the caller fails between the two.
  */
 int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
-		struct kkey *key, uint64_t t0);
+		struct kkey *key, uint64_t t0, uint64_t *t1);
 int kwatch_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int dirfd,
 		const char *path, uint32_t kmask, uint32_t flags, struct strref *linkpath,
 		struct link **out);

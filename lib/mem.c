@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "mem.h"
 
@@ -36,9 +37,15 @@ void *mem_alloc(size_t size)
 	return should_fail() ? NULL : malloc(size);
 }
 
+/* malloc and memset, not calloc: glibc's calloc skips the thread cache,
+ * and small records come and go with every add and remove. */
 void *mem_zalloc(size_t size)
 {
-	return should_fail() ? NULL : calloc(1, size);
+	void *p = should_fail() ? NULL : malloc(size);
+
+	if (p)
+		memset(p, 0, size);
+	return p;
 }
 
 void *mem_realloc(void *p, size_t size)

@@ -54,10 +54,25 @@ static inline uint64_t stats_start(const struct fsnw *w)
 void stats_hist_add(struct fsnw_histogram *h, uint64_t ns);
 
 /* Record the time since t0 (from stats_start) into h. */
-static inline void stats_end(const struct fsnw *w, struct fsnw_histogram *h, uint64_t t0)
+/* Record the time since t0 (from stats_start) into h; returns the end tick
+ * (0 when timing is off), so another histogram can end at the same read. */
+static inline uint64_t stats_end(const struct fsnw *w, struct fsnw_histogram *h, uint64_t t0)
 {
-	if (t0)
-		stats_hist_add(h, stats_ticks_to_ns(w, stats_ticks(w) - t0));
+	uint64_t t1;
+
+	if (!t0)
+		return 0;
+	t1 = stats_ticks(w);
+	stats_hist_add(h, stats_ticks_to_ns(w, t1 - t0));
+	return t1;
+}
+
+/* Record t1 - t0 into h, both ticks read already. */
+static inline void stats_end_at(const struct fsnw *w, struct fsnw_histogram *h, uint64_t t0,
+				uint64_t t1)
+{
+	if (t0 && t1)
+		stats_hist_add(h, stats_ticks_to_ns(w, t1 - t0));
 }
 
 /* Add what a mark operation made (lock held). */

@@ -15,9 +15,72 @@ struct strref *strref_new(const char *s, size_t len)
 		return NULL;
 	p->refs = 1;
 	p->len = (uint32_t)len;
+	p->pool = NULL;
 	memcpy(p->s, s, len);
 	p->s[len] = '\0';
 	return p;
+}
+
+/* The size class of a string of len bytes, or -1 when it fits none. */
+static int pool_class(size_t len)
+{
+	size_t need = sizeof(struct strref) + len + 1;
+
+	for (int c = 0; c < STRPOOL_CLASSES; c++)
+		if (need <= (32u << c))
+			return c;
+	return -1;
+}
+
+struct strref *strref_new_in(struct strpool *pool, const char *s, size_t len)
+{
+	int c = pool_class(len);
+	struct strref *p;
+
+	if (c < 0)
+		return strref_new(s, len);
+	if (pool->nfree[c]) {
+		p = pool->free[c];
+		/* A free string's first bytes hold the next free one. */
+		memcpy(&pool->free[c], p->s, sizeof(p));
+		pool->nfree[c]--;
+	} else {
+		p = mem_alloc(32u << c);
+		if (!p)
+			return NULL;
+	}
+	p->refs = 1;
+	p->len = (uint32_t)len;
+	p->pool = pool;
+	memcpy(p->s, s, len);
+	p->s[len] = '\0';
+	return p;
+}
+
+static void pool_put(struct strpool *pool, struct strref *p)
+{
+	int c = pool_class(p->len);
+
+	if (pool->nfree[c] >= STRPOOL_KEEP) {
+		mem_free(p);
+		return;
+	}
+	memcpy(p->s, &pool->free[c], sizeof(p));
+	pool->free[c] = p;
+	pool->nfree[c]++;
+}
+
+void strpool_fini(struct strpool *pool)
+{
+	for (int c = 0; c < STRPOOL_CLASSES; c++) {
+		while (pool->nfree[c]) {
+			struct strref *p = pool->free[c];
+
+			memcpy(&pool->free[c], p->s, sizeof(p));
+			pool->nfree[c]--;
+			mem_free(p);
+		}
+	}
 }
 
 struct strref *strref_join(const struct strref *dir, const char *name, size_t namelen)
@@ -30,6 +93,7 @@ struct strref *strref_join(const struct strref *dir, const char *name, size_t na
 	if (!p)
 		return NULL;
 	p->refs = 1;
+	p->pool = NULL;
 	p->len = (uint32_t)(dlen + (size_t)slash + namelen);
 	memcpy(p->s, dir->s, dlen);
 	if (slash)
@@ -41,7 +105,11 @@ struct strref *strref_join(const struct strref *dir, const char *name, size_t na
 
 void strref_put(struct strref *p)
 {
-	if (p && --p->refs == 0)
+	if (!p || --p->refs)
+		return;
+	if (p->pool)
+		pool_put(p->pool, p);
+	else
 		mem_free(p);
 }
 
@@ -53,6 +121,7 @@ struct strref *strref_rebase(const struct strref *p, size_t keep_from, const str
 	if (!n)
 		return NULL;
 	n->refs = 1;
+	n->pool = NULL;
 	n->len = (uint32_t)(to->len + rest);
 	memcpy(n->s, to->s, to->len);
 	memcpy(n->s + to->len, p->s + keep_from, rest);

@@ -11,13 +11,32 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct strpool;
+
 struct strref {
 	uint32_t refs;
 	uint32_t len;
+	struct strpool *pool; /* where it goes back when unused; NULL: freed */
 	char s[];
 };
 
+/*
+ * Recycled strings for paths that come and go with watches (add/remove
+ * churn), so that an add and a remove cost no malloc and free: a few free
+ * strings per size class, kept by the handle. Used under its lock.
+ */
+#define STRPOOL_CLASSES 4  /* 32, 64, 128 and 256 bytes, header included */
+#define STRPOOL_KEEP 64    /* free strings kept per class */
+struct strpool {
+	struct strref *free[STRPOOL_CLASSES];
+	uint32_t nfree[STRPOOL_CLASSES];
+};
+
 struct strref *strref_new(const char *s, size_t len);
+/* As strref_new, from the pool where the string fits a class. */
+struct strref *strref_new_in(struct strpool *pool, const char *s, size_t len);
+/* Free what the pool keeps (its strings must all be back). */
+void strpool_fini(struct strpool *pool);
 /* dir + "/" + name (no doubled slash when dir is "/"). */
 struct strref *strref_join(const struct strref *dir, const char *name, size_t namelen);
 

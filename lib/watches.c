@@ -38,15 +38,25 @@ int watches_check(const char *path, uint32_t *mask, uint32_t *flags)
 	return 0;
 }
 
+/* Watch records kept for reuse, so that add/remove churn costs no malloc. */
+#define SPARE_MAX 64
+
 void watches_init(struct watches *t)
 {
+	memset(t, 0, sizeof(*t));
 	htab_init(&t->by_wid);
 	t->next_wid = 1;
 }
 
-static void free_watch(struct watch *lw)
+static void free_watch(struct watches *t, struct watch *lw)
 {
 	strref_put(lw->path);
+	if (t->nspare < SPARE_MAX) {
+		lw->node.next = t->spare ? &t->spare->node : NULL;
+		t->spare = lw;
+		t->nspare++;
+		return;
+	}
 	mem_free(lw);
 }
 
@@ -56,13 +66,37 @@ static void fini_watch(struct hnode *n, void *arg)
 
 	(void)arg;
 	tree_free(lw);
-	free_watch(lw);
+	strref_put(lw->path);
+	mem_free(lw);
 }
 
 void watches_fini(struct fsnw *w)
 {
-	htab_for_each(&w->watches.by_wid, fini_watch, NULL);
-	htab_fini(&w->watches.by_wid);
+	struct watches *t = &w->watches;
+
+	htab_for_each(&t->by_wid, fini_watch, NULL);
+	htab_fini(&t->by_wid);
+	while (t->spare) {
+		struct watch *lw = t->spare;
+
+		t->spare = lw->node.next ? container_of(lw->node.next, struct watch, node) : NULL;
+		mem_free(lw);
+	}
+	t->nspare = 0;
+	/* Queued events hold paths: the queue is freed first (fsnw_close). */
+	strpool_fini(&t->paths);
+}
+
+static struct watch *watch_alloc(struct watches *t)
+{
+	struct watch *lw = t->spare;
+
+	if (!lw)
+		return mem_zalloc(sizeof(*lw));
+	t->spare = lw->node.next ? container_of(lw->node.next, struct watch, node) : NULL;
+	t->nspare--;
+	memset(lw, 0, sizeof(*lw));
+	return lw;
 }
 
 struct watch *watches_find(const struct watches *t, int wid)
@@ -93,8 +127,11 @@ static int next_free_wid(struct watches *t)
 	for (;;) {
 		int wid = t->next_wid;
 
+		if (wid == INT_MAX)
+			t->wrapped = true;
 		t->next_wid = wid == INT_MAX ? 1 : wid + 1;
-		if (!watches_find(t, wid))
+		/* Before the first wrap every wid is new: no lookup. */
+		if (!t->wrapped || !watches_find(t, wid))
 			return wid;
 	}
 }
@@ -106,12 +143,13 @@ static struct watch *watch_new(struct watches *t, const char *path, uint32_t mas
 
 	if (htab_reserve(&t->by_wid, 1) < 0)
 		return NULL;
-	lw = mem_zalloc(sizeof(*lw));
+	lw = watch_alloc(t);
 	if (!lw)
 		return NULL;
-	lw->path = strref_new(path, strlen(path));
+	lw->path = strref_new_in(&t->paths, path, strlen(path));
 	if (!lw->path) {
-		mem_free(lw);
+		lw->path = NULL;
+		free_watch(t, lw);
 		return NULL;
 	}
 	lw->mask = mask;
@@ -128,7 +166,7 @@ static void watch_release(struct fsnw *w, struct watch *lw)
 {
 	assert(!lw->nlinks && !lw->tree && !lw->qo.queued);
 	htab_remove(&w->watches.by_wid, &lw->node);
-	free_watch(lw);
+	free_watch(&w->watches, lw);
 }
 
 static void detach_all(struct fsnw *w, struct watch *lw, bool park)
@@ -162,11 +200,17 @@ static int add_plain(struct fsnw *w, const char *path, uint32_t mask, uint32_t f
 	struct kkey key;
 	struct watch *lw;
 	struct link *l;
+	uint64_t t1;
 	int ret;
 
-	ret = kwatch_mark(w, AT_FDCWD, path, mask, flags, &key, t0);
+	ret = kwatch_mark(w, AT_FDCWD, path, mask, flags, &key, t0, &t1);
 	if (ret < 0)
 		return ret;
+	/* One clock read pair a call: the add is timed until its mark call
+	 * returned (or, with no mark call, until now). The bookkeeping after
+	 * it is well under a microsecond. */
+	if (t0)
+		stats_end_at(w, &w->st.lat_add, t0, t1 ? t1 : stats_ticks(w));
 	lw = watch_new(&w->watches, path, mask, flags);
 	if (!lw) {
 		kwatch_unmark_new(w, &key);
@@ -208,13 +252,15 @@ int watches_add(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
 
 	w->st.add_calls++;
 	t0 = stats_start(w);
-	if (flags & FSNW_WATCH_TREE)
+	if (flags & FSNW_WATCH_TREE) {
 		ret = add_tree(w, path, mask, flags, out);
-	else
+		if (ret == 0)
+			stats_end(w, &w->st.lat_add, t0);
+	} else {
 		ret = add_plain(w, path, mask, flags, t0, out);
+	}
 	if (ret < 0)
 		return ret;
-	stats_end(w, &w->st.lat_add, t0);
 	PROBE3(add, (*out)->qo.wid, mask, flags);
 	return 0;
 }

@@ -83,6 +83,10 @@ struct watch {
 struct watches {
 	struct htab by_wid;
 	int next_wid;
+	bool wrapped;          /* next_wid has wrapped: a wid may be in use */
+	struct watch *spare;   /* freed watch records kept for reuse (by node.next) */
+	size_t nspare;
+	struct strpool paths;  /* the watches' path strings */
 };
 
 void watches_init(struct watches *t);
