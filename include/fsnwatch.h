@@ -118,7 +118,7 @@ struct fsnw_event {
 	const char *name;   /* entry name inside that directory, or NULL */
 };
 /* Read up to max events; 0 on timeout (-1 waits forever). Strings stay valid
- * until the next fsnw_read on the handle. */
+ * until the next fsnw_read on the handle, from any thread. */
 int fsnw_read(struct fsnw *w, struct fsnw_event *evs, size_t max, int timeout_ms);
 
 /* Pull pending kernel events into the queue without returning any (keeps the
@@ -192,6 +192,10 @@ struct fsnw_stats {
 	struct fsnw_histogram lat_kernel_mark; /* inotify_add_watch / fanotify_mark add */
 	struct fsnw_histogram lat_kernel_unmark; /* inotify_rm_watch / fanotify_mark remove */
 	struct fsnw_histogram lat_kernel_read; /* each read of the kernel group fd */
+
+	/* Trees (added in 0.2). */
+	uint64_t tree_retries;     /* walks run again after failing for want of resources */
+	uint64_t overflows_mount;  /* FSNW_OVERFLOW raised: a mount appeared or went inside a tree */
 };
 
 /* Copy a consistent snapshot; fills at most st->size bytes and sets st->size

@@ -209,6 +209,7 @@ FSNW_EXPORT int fsnw_read(struct fsnw *w, struct fsnw_event *evs, size_t max, in
 	if (timeout_ms > 0)
 		deadline = stats_now_ns() + (uint64_t)timeout_ms * 1000000u;
 	for (;;) {
+		struct engine_sleep sleep;
 		size_t n;
 		int err, ret, left;
 
@@ -216,6 +217,7 @@ FSNW_EXPORT int fsnw_read(struct fsnw *w, struct fsnw_event *evs, size_t max, in
 		w->st.sys_poll += polls;
 		polls = 0;
 		n = engine_collect(w, evs, max, &err);
+		engine_sleep_set(w, &sleep);
 		unlock(w);
 		if (n)
 			return (int)n;
@@ -234,7 +236,7 @@ FSNW_EXPORT int fsnw_read(struct fsnw *w, struct fsnw_event *evs, size_t max, in
 			left = (int)((deadline - now + 999999u) / 1000000u);
 		}
 		polls++; /* counted when the lock is next held */
-		ret = engine_wait(w, left);
+		ret = engine_wait(&sleep, left);
 		if (ret < 0) {
 			lock(w);
 			w->st.sys_poll += polls;

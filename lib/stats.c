@@ -131,6 +131,7 @@ static const struct {
 	COUNTER(overflows_kernel), COUNTER(overflows_queue), COUNTER(overflows_unwatched),
 	COUNTER(queue_depth),
 	COUNTER(queue_high_water),
+	COUNTER(tree_retries), COUNTER(overflows_mount),
 };
 
 #define HISTOGRAM(f) { #f, offsetof(struct fsnw_stats, f) }

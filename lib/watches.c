@@ -220,6 +220,14 @@ int watches_add(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
 
 int watches_finish_add(struct fsnw *w, struct watch *lw)
 {
+	int err = lw->tree ? tree_add_result(lw) : 0;
+
+	if (err < 0) {
+		/* The tree's walk failed after its first step: what the drains
+		 * since queued for it goes with it. */
+		watches_undo(w, lw);
+		return err;
+	}
 	if (lw->add_failed) {
 		/* Its object went while it was being added: its pending link
 		 * was detached, and it heard nothing. */
