@@ -117,9 +117,12 @@ struct fsnw_event {
 	const char *path;   /* the watched path (tree watch: the directory of the event) */
 	const char *name;   /* entry name inside that directory, or NULL */
 };
-/* Read up to max events; 0 on timeout (-1 waits forever). Strings stay valid
- * until the next fsnw_read on the handle, from any thread. */
+/* Read up to max events; 0 on timeout (-1 waits forever) or after fsnw_wake.
+ * Strings stay valid until the next fsnw_read on the handle, from any thread. */
 int fsnw_read(struct fsnw *w, struct fsnw_event *evs, size_t max, int timeout_ms);
+/* Make the fsnw_read sleeping on the handle (or else the next one) return at
+ * once, with the events it has or 0; safe from any thread (since 0.2). */
+int fsnw_wake(struct fsnw *w);
 
 /* Pull pending kernel events into the queue without returning any (keeps the
  * kernel queue from overflowing behind a busy reader); returns the queue depth. */

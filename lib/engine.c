@@ -160,12 +160,12 @@ void engine_settle(struct fsnw *w)
 		(void)engine_drain(w, DRAIN_COMPLETE);
 }
 
-/* Make the eventfd readable exactly while events wait in the queue. Only a
- * change of state costs a syscall. */
+/* Make the eventfd readable exactly while events wait in the queue (or a
+ * wake waits for a read). Only a change of state costs a syscall. */
 static void sync_ready(struct fsnw *w)
 {
 	struct engine *e = &w->engine;
-	bool want = queue_depth(w->q) > 0;
+	bool want = queue_depth(w->q) > 0 || e->wake;
 	uint64_t v = 1;
 
 	if (want == e->ev_ready)
@@ -240,8 +240,10 @@ static void sync_wakers(struct fsnw *w)
 	sync_epoll(w);
 }
 
-size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *err)
+size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *err,
+		      bool *woken)
 {
+	struct engine *e = &w->engine;
 	size_t n;
 	int ret;
 
@@ -250,6 +252,8 @@ size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *e
 	ret = engine_drain(w, DRAIN_TIMED);
 	n = queue_pop(w->q, evs, max);
 	watches_reap(w, evs, n);
+	*woken = e->wake;
+	e->wake = false;
 	sync_wakers(w);
 	*err = ret < 0 ? ret : 0;
 	return n;
@@ -260,6 +264,23 @@ void engine_end_call(struct fsnw *w)
 	if (kwatch_unread_unmarks(&w->kwatches) >= UNREAD_IGNORED_MAX)
 		(void)engine_drain(w, 0); /* an error here is the next read's to report */
 	sync_wakers(w);
+}
+
+int engine_wake(struct fsnw *w)
+{
+	struct engine *e = &w->engine;
+	uint64_t v = 1;
+
+	/* The eventfd wakes a reader asleep in poll or in an epoll set, and
+	 * stays readable until a read has returned. */
+	if (!e->ev_ready) {
+		w->st.sys_eventfd++;
+		if (write(e->evfd, &v, sizeof(v)) != sizeof(v))
+			return -errno;
+		e->ev_ready = true;
+	}
+	e->wake = true;
+	return 0;
 }
 
 void engine_sleep_set(struct fsnw *w, struct engine_sleep *sl)

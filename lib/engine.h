@@ -29,6 +29,7 @@ struct engine {
 	int evfd;              /* eventfd: readable while events wait in the queue */
 	int epfd;              /* what fsnw_get_fd returns (kfd and evfd), made on its first call */
 	bool ev_ready;         /* evfd is signalled */
+	bool wake;             /* fsnw_wake: the next fsnw_read returns, events or not */
 	/* Wakes a sleeping reader when the trees' next retry is due (made
 	 * the first time one waits), and when it is set to fire. */
 	int timerfd;
@@ -64,9 +65,13 @@ void engine_settle(struct fsnw *w);
 /*
  * fsnw_read's step under the lock: release what the last read lent, follow
  * mount changes, drain (bounded), and pop up to max events. *err gets a read
- * error, if any.
+ * error, if any; *woken whether fsnw_wake asked this read to return.
  */
-size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *err);
+size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *err,
+		      bool *woken);
+
+/* fsnw_wake: make the sleeping (or next) fsnw_read return; -errno. */
+int engine_wake(struct fsnw *w);
 
 /* End of a locked entry point: keep the kernel queue and readiness in order. */
 void engine_end_call(struct fsnw *w);
