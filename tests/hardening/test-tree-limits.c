@@ -69,45 +69,6 @@ static int drain_for(struct fsnw *w, int ms, struct tally *c)
 	return n < 0 ? n : total;
 }
 
-static struct fsnw *child_open(void)
-{
-	struct fsnw_options o = { .size = sizeof(o), .backend = test_backend };
-	struct fsnw *w = NULL;
-	int ret = fsnw_open(&w, &o);
-
-	CHILD_CHECK(ret == 0, "fsnw_open: %s", strerror(-ret));
-	return w;
-}
-
-static void child_mkdir(const char *dir, const char *name)
-{
-	char p[PATH_MAX + 256];
-
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	CHILD_CHECK(mkdir(p, 0755) == 0, "mkdir %s: %s", p, strerror(errno));
-}
-
-static void child_touch(const char *dir, const char *name)
-{
-	char p[PATH_MAX + 256];
-	int fd;
-
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	CHILD_CHECK(fd >= 0, "create %s: %s", p, strerror(errno));
-	close(fd);
-}
-
-static struct fsnw_stats child_stats(struct fsnw *w)
-{
-	struct fsnw_stats st;
-
-	memset(&st, 0, sizeof(st));
-	st.size = sizeof(st);
-	CHILD_CHECK(fsnw_get_stats(w, &st) == 0, "fsnw_get_stats");
-	return st;
-}
-
 struct dirarg {
 	char *dir;
 };
@@ -129,7 +90,7 @@ struct dirarg {
 static int watch_limit_child(void *arg)
 {
 	const char *dir = ((struct dirarg *)arg)->dir;
-	struct fsnw *w = child_open();
+	struct fsnw *w = child_open(0);
 	struct tally c = { 0 };
 	struct fsnw_stats st, st2;
 	char p[PATH_MAX], name[16];
@@ -245,7 +206,7 @@ static void child_mount(const char *dir, const char *name)
 static int mounted_after_child(void *arg)
 {
 	const char *dir = ((struct dirarg *)arg)->dir;
-	struct fsnw *w = child_open();
+	struct fsnw *w = child_open(0);
 	struct tally c = { 0 };
 	char t[PATH_MAX], m[PATH_MAX + 8], p[PATH_MAX + 16];
 
@@ -288,7 +249,7 @@ static int mounted_after_child(void *arg)
 static int unmounted_child(void *arg)
 {
 	const char *dir = ((struct dirarg *)arg)->dir;
-	struct fsnw *w = child_open();
+	struct fsnw *w = child_open(0);
 	struct tally c = { 0 };
 	char m[PATH_MAX];
 	int ret;
@@ -325,7 +286,7 @@ static int unmounted_child(void *arg)
 static int bind_child(void *arg)
 {
 	const char *dir = ((struct dirarg *)arg)->dir;
-	struct fsnw *w = child_open();
+	struct fsnw *w = child_open(0);
 	struct tally c = { 0 };
 	char a[PATH_MAX], b[PATH_MAX];
 
