@@ -392,6 +392,26 @@ END_TEST
 /* Events that a read of a directory makes: the walks' echoes, never the caller's here. */
 #define READS (FSNW_OPEN | FSNW_ACCESS | FSNW_CLOSE_NOWRITE)
 
+/*
+ * The backend reads each directory of a tree (a kernel watch per directory,
+ * synthetic events for what a new one held). The cases below assert what a
+ * tree promises on every backend, and how the walks keep it only here: a
+ * fanotify tree without walks (issue 19) keeps the same promises otherwise.
+ */
+static bool walks(void)
+{
+	return test_backend == FSNW_BACKEND_INOTIFY;
+}
+
+/* Apply the events to a view kept since before the changes: it must be the disk. */
+static void assert_view(struct view *v, const struct ev *evs, int n)
+{
+	view_apply(v, evs, n);
+	ck_assert_int_eq(view_diff(v), 0);
+	ck_assert_int_eq(v->rescans, 0);
+	view_free(v);
+}
+
 static int count_mask(const struct ev *evs, int n, uint32_t mask)
 {
 	int c = 0;
@@ -470,8 +490,10 @@ START_TEST(wide_idle_tree)
 	ck_assert_int_gt(wid, 0);
 	st = stats_of(w);
 	ck_assert_uint_eq(st.overflows_kernel, 0);
-	ck_assert_uint_eq(st.kernel_watches, (uint64_t)width + 1);
-	ck_assert_uint_gt(st.dropped_walk, 0);
+	if (walks()) {
+		ck_assert_uint_eq(st.kernel_watches, (uint64_t)width + 1);
+		ck_assert_uint_gt(st.dropped_walk, 0);
+	}
 	n = collect(w, &evs, 64, 0);
 	if (n)
 		dump_evs(evs, n);
@@ -495,6 +517,7 @@ START_TEST(new_dir_renamed_before_walk)
 	struct fsnw *w = test_open(0, 0, 0);
 	char *dir = tmpdir_make();
 	char k[PATH_MAX], p[PATH_MAX], q[PATH_MAX], inc[PATH_MAX];
+	struct view v;
 	struct ev *evs;
 	int wid, n, i;
 
@@ -507,6 +530,7 @@ START_TEST(new_dir_renamed_before_walk)
 	touch(pjoin(q, p, "a"), "x");
 	wid = fsnw_add(w, dir, FSNW_CREATE | FSNW_DELETE | FSNW_MOVE, FSNW_WATCH_TREE);
 	ck_assert_int_gt(wid, 0);
+	view_init(&v, dir);
 	make_dir(dir, "new");
 	ck_assert_int_eq(rename(p, pjoin(q, dir, "new/inc")), 0);
 	ck_assert_int_eq(rename(pjoin(p, dir, "new"), pjoin(q, k, "new2")), 0);
@@ -517,16 +541,21 @@ START_TEST(new_dir_renamed_before_walk)
 	i = find_in(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, dir, "new");
 	ck_assert_int_ge(i, 0);
 	ck_assert_int_ge(find_in(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, k, "new2"), 0);
-	/* What new2 holds, reported under the name it has now. */
-	pjoin(inc, q, "inc");
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR | FSNW_SYNTHETIC, q, "inc"),
-			 0);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_SYNTHETIC, inc, "f"), 0);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR | FSNW_SYNTHETIC, inc, "a"),
-			 0);
-	pjoin(p, inc, "a");
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_SYNTHETIC, p, "x"), 0);
+	/* What new2 holds is known to the caller, under the name it has now. */
 	ck_assert_int_eq(count_mask(evs, n, FSNW_OVERFLOW), 0);
+	assert_view(&v, evs, n);
+	pjoin(inc, q, "inc");
+	if (walks()) {
+		/* The walk of new, which its rename overtook, reports it. */
+		ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR | FSNW_SYNTHETIC,
+					 q, "inc"), 0);
+		ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_SYNTHETIC, inc, "f"), 0);
+		ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR | FSNW_SYNTHETIC,
+					 inc, "a"), 0);
+		pjoin(p, inc, "a");
+		ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_SYNTHETIC, p, "x"), 0);
+	}
+	pjoin(p, inc, "a");
 	evs_free(evs);
 	assert_followed(w, wid, p);
 	fsnw_close(w);
@@ -540,6 +569,7 @@ START_TEST(parent_renamed_before_walk)
 	struct fsnw *w = test_open(0, 0, 0);
 	char *dir = tmpdir_make();
 	char a[PATH_MAX], b[PATH_MAX], p[PATH_MAX];
+	struct view v;
 	struct ev *evs;
 	int wid, n;
 
@@ -548,6 +578,7 @@ START_TEST(parent_renamed_before_walk)
 	pjoin(b, dir, "b");
 	wid = fsnw_add(w, dir, FSNW_CREATE | FSNW_MOVE, FSNW_WATCH_TREE);
 	ck_assert_int_gt(wid, 0);
+	view_init(&v, dir);
 	make_dir(a, "new");
 	touch(pjoin(p, a, "new"), "f");
 	ck_assert_int_eq(rename(a, b), 0);
@@ -556,8 +587,10 @@ START_TEST(parent_renamed_before_walk)
 	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, a, "new"), 0);
 	ck_assert_int_ge(find_in(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, dir, "b"), 0);
 	pjoin(p, b, "new");
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_SYNTHETIC, p, "f"), 0);
+	if (walks())
+		ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_SYNTHETIC, p, "f"), 0);
 	ck_assert_int_eq(count_mask(evs, n, FSNW_OVERFLOW), 0);
+	assert_view(&v, evs, n);
 	evs_free(evs);
 	assert_followed(w, wid, p);
 	fsnw_close(w);
@@ -575,6 +608,7 @@ START_TEST(moved_in_renamed_before_walk)
 	struct fsnw *w = test_open(0, 0, 0);
 	char *dir = tmpdir_make(), *out = tmpdir_make();
 	char m[PATH_MAX], m2[PATH_MAX], p[PATH_MAX];
+	struct view v;
 	struct ev *evs;
 	int wid, n;
 
@@ -584,15 +618,22 @@ START_TEST(moved_in_renamed_before_walk)
 	make_dir(p, "s");
 	wid = fsnw_add(w, dir, FSNW_CREATE | FSNW_MOVE, FSNW_WATCH_TREE);
 	ck_assert_int_gt(wid, 0);
+	view_init(&v, dir);
 	ck_assert_int_eq(rename(p, pjoin(m, dir, "m")), 0);
 	ck_assert_int_eq(rename(m, pjoin(m2, dir, "m2")), 0);
 	n = collect(w, &evs, 64, 300);
 	dump_evs(evs, n);
 	ck_assert_int_ge(find_in(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, dir, "m"), 0);
 	ck_assert_int_ge(find_in(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, dir, "m2"), 0);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_SYNTHETIC, m2, "f"), 0);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR | FSNW_SYNTHETIC, m2, "s"),
-			 0);
+	if (walks()) {
+		ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_SYNTHETIC, m2, "f"), 0);
+		ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR | FSNW_SYNTHETIC,
+					 m2, "s"), 0);
+	}
+	/* The caller lists m as its MOVED_TO comes: m is gone by then. */
+	view_apply(&v, evs, n);
+	ck_assert_int_eq(view_diff(&v), 0);
+	view_free(&v);
 	evs_free(evs);
 	assert_followed(w, wid, pjoin(p, m2, "s"));
 	fsnw_close(w);
@@ -781,6 +822,7 @@ static int deep_child(const char *dir)
 {
 	struct fsnw_options o = { .size = sizeof(o), .backend = test_backend };
 	struct fsnw_stats st = { .size = sizeof(st) };
+	struct fsnw_event ev;
 	char p[PATH_MAX];
 	struct fsnw *w;
 	size_t len;
@@ -804,7 +846,11 @@ static int deep_child(const char *dir)
 		fprintf(stderr, "add: %s\n", strerror(-wid));
 	STEP(4, wid > 0);
 	fsnw_get_stats(w, &st);
-	STEP(5, st.kernel_watches == DEEP + 1);
+	STEP(5, !walks() || st.kernel_watches == DEEP + 1);
+	/* Followed to the bottom. */
+	STEP(6, mkdir(strcat(p, "/x"), 0755) == 0);
+	STEP(7, fsnw_read(w, &ev, 1, 1000) == 1 && (ev.mask & FSNW_CREATE) &&
+		!strcmp(ev.name, "x"));
 	fsnw_close(w);
 	return 0;
 }
@@ -869,7 +915,9 @@ static int emfile_child(const char *dir)
 	if (c.creates != 5 || c.overflows != 1 || c.reads)
 		fprintf(stderr, "creates %d overflows %d reads %d\n", c.creates, c.overflows,
 			c.reads);
-	STEP(7, c.creates == 5 && c.overflows == 1 && c.reads == 0);
+	/* Walks fail on each new directory: one overflow. Whatever the
+	 * backend, the loss is said, and no read of the library shows. */
+	STEP(7, c.creates == 5 && c.reads == 0 && (walks() ? c.overflows == 1 : c.overflows >= 1));
 	/* Quiet: reads return nothing, and a read with a timeout sleeps. */
 	for (int i = 0; i < 50; i++)
 		STEP(8, drain_for(w, 0, &c) == 0);
@@ -877,13 +925,13 @@ static int emfile_child(const char *dir)
 	STEP(9, drain_for(w, 100, &c) == 0);
 	fsnw_get_stats(w, &st2);
 	STEP(10, st2.sys_poll > st.sys_poll);
-	STEP(11, c.events == 6);
+	STEP(11, c.events == 5 + c.overflows);
 	/* Fds again: the retry follows them, and says so. */
 	STEP(12, setrlimit(RLIMIT_NOFILE, &rl) == 0);
 	STEP(13, drain_for(w, 3000, &c) >= 0);
-	STEP(14, c.overflows == 2 && c.reads == 0 && c.events == 7);
+	STEP(14, c.reads == 0 && (!walks() || (c.overflows == 2 && c.events == 7)));
 	fsnw_get_stats(w, &st);
-	STEP(15, st.kernel_watches == 6 && st.tree_retries > 0);
+	STEP(15, !walks() || (st.kernel_watches == 6 && st.tree_retries > 0));
 	snprintf(p, sizeof(p), "%s/n4", dir);
 	STEP(16, mkdir(strcat(p, "/late"), 0755) == 0);
 	STEP(17, drain_for(w, 300, &c) >= 0);

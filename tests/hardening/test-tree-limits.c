@@ -23,6 +23,12 @@
 
 #define READS (FSNW_OPEN | FSNW_ACCESS | FSNW_CLOSE_NOWRITE)
 
+/* A kernel watch per directory (see tests/test-tree.c): counts are exact. */
+static bool walks(void)
+{
+	return test_backend == FSNW_BACKEND_INOTIFY;
+}
+
 /* What a child read, by kind. */
 struct tally {
 	int events, creates, reads, overflows, ignored;
@@ -223,8 +229,8 @@ static int mounted_after_child(void *arg)
 	CHILD_CHECK(drain_for(w, 100, &c) == 0, "%d events for a mount outside", c.events);
 	child_mount(t, "m");
 	CHILD_CHECK(drain_for(w, 200, &c) >= 0, "read");
-	CHILD_CHECK(c.overflows == 1, "overflows %d", c.overflows);
-	CHILD_CHECK(child_stats(w).overflows_mount == 1, "overflows_mount");
+	CHILD_CHECK(walks() ? c.overflows == 1 : c.overflows >= 1, "overflows %d", c.overflows);
+	CHILD_CHECK(!walks() || child_stats(w).overflows_mount == 1, "overflows_mount");
 	child_mkdir(m, "x");
 	snprintf(p, sizeof(p), "%s/x", m);
 	c.name = "f";
@@ -267,8 +273,8 @@ static int unmounted_child(void *arg)
 	}
 	CHILD_CHECK(ret == 0, "umount: %s", strerror(errno));
 	CHILD_CHECK(drain_for(w, 200, &c) >= 0, "read");
-	CHILD_CHECK(c.overflows == 1 && !c.ignored, "overflows %d ignored %d", c.overflows,
-		    c.ignored);
+	CHILD_CHECK(c.overflows >= 1 && (!walks() || c.overflows == 1) && !c.ignored,
+		    "overflows %d ignored %d", c.overflows, c.ignored);
 	c.name = "after";
 	child_touch(m, "after");
 	CHILD_CHECK(drain_for(w, 300, &c) >= 0, "read");
@@ -302,8 +308,8 @@ static int bind_child(void *arg)
 	CHILD_CHECK(c.wid > 0, "tree add: %s", strerror(-c.wid));
 	CHILD_CHECK(drain_for(w, 100, &c) == 0, "%d events after an idle add (%d reads)", c.events,
 		    c.reads);
-	CHILD_CHECK(child_stats(w).kernel_watches == 4, "kernel watches %llu", /* dir, a, s1, s2 */
-		    (unsigned long long)child_stats(w).kernel_watches);
+	CHILD_CHECK(!walks() || child_stats(w).kernel_watches == 4, /* dir, a, s1, s2 */
+		    "kernel watches %llu", (unsigned long long)child_stats(w).kernel_watches);
 	c.name = "x";
 	child_touch(b, "x");
 	CHILD_CHECK(drain_for(w, 300, &c) >= 0, "read");
