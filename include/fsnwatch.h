@@ -118,9 +118,12 @@ struct fsnw_event {
 	const char *path;   /* the watched path (tree watch: the directory of the event) */
 	const char *name;   /* entry name inside that directory, or NULL */
 };
-/* Read up to max events; 0 on timeout (-1 waits forever). Strings stay valid
- * until the next fsnw_read on the handle. */
+/* Read up to max events; 0 on timeout (-1 waits forever) or after fsnw_wake.
+ * Strings stay valid until the next fsnw_read on the handle, from any thread. */
 int fsnw_read(struct fsnw *w, struct fsnw_event *evs, size_t max, int timeout_ms);
+/* Make the fsnw_read sleeping on the handle (or else the next one) return at
+ * once, with the events it has or 0; safe from any thread (since 0.2). */
+int fsnw_wake(struct fsnw *w);
 
 /* Pull pending kernel events into the queue without returning any (keeps the
  * kernel queue from overflowing behind a busy reader); returns the queue depth. */
@@ -200,6 +203,10 @@ struct fsnw_stats {
 	uint64_t sys_io_uring;     /* io_uring_setup, its mmaps, io_uring_enter (arming) */
 	uint64_t settles_ring;     /* settled by a look at the ring, without a syscall */
 	uint64_t settles_read;     /* settled by reading the kernel queue to its end */
+
+	/* Since 0.2: trees. */
+	uint64_t tree_retries;     /* walks run again after failing for want of resources */
+	uint64_t overflows_mount;  /* FSNW_OVERFLOW raised: a mount appeared or went inside a tree */
 };
 
 /* Copy a consistent snapshot; fills at most st->size bytes and sets st->size

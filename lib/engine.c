@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "handle.h"
@@ -11,6 +12,7 @@
 #include "ring.h"
 #include "route.h"
 #include "stats.h"
+#include "tree.h"
 
 #define READ_BUF_SIZE (64 * 1024)
 /* A bounded drain in fsnw_read: a writer storm must not keep a reader here. */
@@ -23,7 +25,7 @@ int engine_init(struct fsnw *w)
 {
 	struct engine *e = &w->engine;
 
-	e->evfd = e->epfd = -1;
+	e->evfd = e->epfd = e->timerfd = -1;
 	e->rbuf_len = READ_BUF_SIZE;
 	e->rbuf = mem_alloc(e->rbuf_len);
 	return e->rbuf ? 0 : -ENOMEM;
@@ -54,9 +56,11 @@ void engine_fini(struct fsnw *w)
 		close(e->epfd);
 	if (e->evfd >= 0)
 		close(e->evfd);
+	if (e->timerfd >= 0)
+		close(e->timerfd);
 	mem_free(e->rbuf);
 	e->rbuf = NULL;
-	e->epfd = e->evfd = -1;
+	e->epfd = e->evfd = e->timerfd = -1;
 }
 
 /* One non-blocking read of the group fd, counted: bytes, 0 when nothing is
@@ -118,7 +122,7 @@ static int read_loop(struct fsnw *w, unsigned flags, bool *emptied)
 int engine_drain(struct fsnw *w, unsigned flags)
 {
 	struct engine *e = &w->engine;
-	bool emptied, retry = true;
+	bool emptied, more, retry = true;
 	int reads = 0, ret;
 
 	/* Nothing below the engine drains: a nested drain is a bug. */
@@ -145,7 +149,9 @@ int engine_drain(struct fsnw *w, unsigned flags)
 		kwatch_queue_emptied(&w->kwatches);
 		ring_drained(w);
 		route_settle(w);
-		if (!trees_after_drain(w, retry))
+		more = trees_after_drain(w, retry);
+		route_end_trees(w);
+		if (!more)
 			break;
 		/* The walks made events (and maybe pending links) of their own. */
 		retry = false;
@@ -174,12 +180,12 @@ void engine_settle(struct fsnw *w)
 	(void)engine_drain(w, DRAIN_COMPLETE);
 }
 
-/* Make the eventfd readable exactly while events wait in the queue. Only a
- * change of state costs a syscall. */
+/* Make the eventfd readable exactly while events wait in the queue (or a
+ * wake waits for a read). Only a change of state costs a syscall. */
 static void sync_ready(struct fsnw *w)
 {
 	struct engine *e = &w->engine;
-	bool want = queue_depth(w->q) > 0;
+	bool want = queue_depth(w->q) > 0 || e->wake;
 	uint64_t v = 1;
 
 	if (want == e->ev_ready)
@@ -194,17 +200,82 @@ static void sync_ready(struct fsnw *w)
 	w->st.sys_eventfd++;
 }
 
-size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *err)
+/* Add fd to the epoll set of fsnw_get_fd; false if it could not be. */
+static bool epoll_join(struct fsnw *w, int fd, uint32_t events)
 {
+	struct epoll_event ev = { .events = events };
+
+	w->st.sys_other++;
+	return epoll_ctl(w->engine.epfd, EPOLL_CTL_ADD, fd, &ev) == 0;
+}
+
+/*
+ * The trees' retry timer: armed for the next retry that waits, so that a
+ * reader asleep in fsnw_read, or in an epoll set holding fsnw_get_fd, wakes
+ * for it; disarmed (which also makes it unreadable) when none waits.
+ */
+static void sync_timer(struct fsnw *w)
+{
+	struct engine *e = &w->engine;
+	uint64_t due = trees_retry_due(&w->trees);
+	struct itimerspec its = { 0 };
+
+	/* A timer that fired stays readable until it is set again. */
+	if (due == e->timer_due && (!due || stats_now_ns() < due))
+		return;
+	if (due && e->timerfd < 0) {
+		e->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		w->st.sys_other++;
+		if (e->timerfd < 0)
+			return; /* retries then wait for the reads the caller makes */
+	}
+	if (e->timerfd < 0)
+		return;
+	its.it_value.tv_sec = (time_t)(due / 1000000000u);
+	its.it_value.tv_nsec = (long)(due % 1000000000u);
+	w->st.sys_other++;
+	if (timerfd_settime(e->timerfd, due ? TFD_TIMER_ABSTIME : 0, &its, NULL) == 0)
+		e->timer_due = due;
+}
+
+/* The fds that wake a reader besides the group fd and the eventfd join
+ * the epoll set once they exist. */
+static void sync_epoll(struct fsnw *w)
+{
+	struct engine *e = &w->engine;
+	int mfd = trees_mount_fd(&w->trees);
+
+	if (e->epfd < 0)
+		return;
+	if (e->timerfd >= 0 && !e->timer_in_ep)
+		e->timer_in_ep = epoll_join(w, e->timerfd, EPOLLIN);
+	if (mfd >= 0 && !e->mounts_in_ep)
+		e->mounts_in_ep = epoll_join(w, mfd, EPOLLPRI);
+}
+
+static void sync_wakers(struct fsnw *w)
+{
+	sync_ready(w);
+	sync_timer(w);
+	sync_epoll(w);
+}
+
+size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *err,
+		      bool *woken)
+{
+	struct engine *e = &w->engine;
 	size_t n;
 	int ret;
 
 	queue_release_delivered(w->q);
+	trees_check_mounts(w);
 	ret = engine_drain(w, DRAIN_TIMED);
 	n = queue_pop(w->q, evs, max);
 	watches_reap(w, evs, n);
 	kwatch_flush(w); /* a oneshot or dropped watch may have doomed a mark */
-	sync_ready(w);
+	*woken = e->wake;
+	e->wake = false;
+	sync_wakers(w);
 	*err = ret < 0 ? ret : 0;
 	return n;
 }
@@ -216,16 +287,42 @@ void engine_end_call(struct fsnw *w)
 		(void)engine_drain(w, 0); /* an error here is the next read's to report */
 		kwatch_flush(w);
 	}
-	sync_ready(w);
+	sync_wakers(w);
 }
 
-int engine_wait(struct fsnw *w, int timeout_ms)
+int engine_wake(struct fsnw *w)
 {
-	struct pollfd p[2] = {
-		{ .fd = w->kfd, .events = POLLIN },
-		{ .fd = w->engine.evfd, .events = POLLIN },
-	};
-	int ret = poll(p, 2, timeout_ms);
+	struct engine *e = &w->engine;
+	uint64_t v = 1;
+
+	/* The eventfd wakes a reader asleep in poll or in an epoll set, and
+	 * stays readable until a read has returned. */
+	if (!e->ev_ready) {
+		w->st.sys_eventfd++;
+		if (write(e->evfd, &v, sizeof(v)) != sizeof(v))
+			return -errno;
+		e->ev_ready = true;
+	}
+	e->wake = true;
+	return 0;
+}
+
+void engine_sleep_set(struct fsnw *w, struct engine_sleep *sl)
+{
+	int mfd = trees_mount_fd(&w->trees);
+
+	sl->n = 0;
+	sl->p[sl->n++] = (struct pollfd){ .fd = w->kfd, .events = POLLIN };
+	sl->p[sl->n++] = (struct pollfd){ .fd = w->engine.evfd, .events = POLLIN };
+	if (w->engine.timerfd >= 0)
+		sl->p[sl->n++] = (struct pollfd){ .fd = w->engine.timerfd, .events = POLLIN };
+	if (mfd >= 0)
+		sl->p[sl->n++] = (struct pollfd){ .fd = mfd, .events = POLLPRI };
+}
+
+int engine_wait(struct engine_sleep *sl, int timeout_ms)
+{
+	int ret = poll(sl->p, sl->n, timeout_ms);
 
 	return ret < 0 ? -errno : ret;
 }
@@ -257,5 +354,6 @@ int engine_get_fd(struct fsnw *w)
 		return err;
 	}
 	e->epfd = fd;
+	sync_epoll(w);
 	return fd;
 }

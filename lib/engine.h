@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <poll.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -29,6 +30,13 @@ struct engine {
 	int epfd;              /* what fsnw_get_fd returns (kfd and evfd), made on its first call */
 	bool ev_ready;         /* evfd is signalled */
 	struct ring *ring;     /* the readiness ring (ring.c), or NULL */
+	bool wake;             /* fsnw_wake: the next fsnw_read returns, events or not */
+	/* Wakes a sleeping reader when the trees' next retry is due (made
+	 * the first time one waits), and when it is set to fire. */
+	int timerfd;
+	uint64_t timer_due;
+	bool timer_in_ep;      /* timerfd is in epfd */
+	bool mounts_in_ep;     /* the trees' mount table fd is in epfd */
 	/* Tests only: a model kernel in place of read(2) on the group fd. */
 	ssize_t (*sys_read)(struct fsnw *w, void *buf, size_t len);
 };
@@ -56,16 +64,28 @@ int engine_drain(struct fsnw *w, unsigned flags);
 void engine_settle(struct fsnw *w);
 
 /*
- * fsnw_read's step under the lock: release what the last read lent, drain
- * (bounded), and pop up to max events. *err gets a read error, if any.
+ * fsnw_read's step under the lock: release what the last read lent, follow
+ * mount changes, drain (bounded), and pop up to max events. *err gets a read
+ * error, if any; *woken whether fsnw_wake asked this read to return.
  */
-size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *err);
+size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *err,
+		      bool *woken);
+
+/* fsnw_wake: make the sleeping (or next) fsnw_read return; -errno. */
+int engine_wake(struct fsnw *w);
 
 /* End of a locked entry point: keep the kernel queue and readiness in order. */
 void engine_end_call(struct fsnw *w);
 
-/* Sleep until the group fd or the eventfd is readable (lock NOT held); -errno. */
-int engine_wait(struct fsnw *w, int timeout_ms);
+/* What a reader sleeps on: taken under the lock, used without it. */
+struct engine_sleep {
+	struct pollfd p[4];
+	unsigned n;
+};
+/* The group fd, the eventfd, the trees' retry timer and mount table (lock held). */
+void engine_sleep_set(struct fsnw *w, struct engine_sleep *sl);
+/* Sleep until one of them is ready (lock NOT held); -errno. */
+int engine_wait(struct engine_sleep *sl, int timeout_ms);
 
 /* The fd fsnw_get_fd returns, made on the first call; -errno. */
 int engine_get_fd(struct fsnw *w);

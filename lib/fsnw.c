@@ -209,18 +209,23 @@ FSNW_EXPORT int fsnw_read(struct fsnw *w, struct fsnw_event *evs, size_t max, in
 	if (timeout_ms > 0)
 		deadline = stats_now_ns() + (uint64_t)timeout_ms * 1000000u;
 	for (;;) {
+		struct engine_sleep sleep;
 		size_t n;
 		int err, ret, left;
+		bool woken;
 
 		lock(w);
 		w->st.sys_poll += polls;
 		polls = 0;
-		n = engine_collect(w, evs, max, &err);
+		n = engine_collect(w, evs, max, &err, &woken);
+		engine_sleep_set(w, &sleep);
 		unlock(w);
 		if (n)
 			return (int)n;
 		if (err < 0)
 			return err;
+		if (woken)
+			return 0;
 		if (w->open_flags & FSNW_OPEN_NONBLOCK)
 			return -EAGAIN;
 		if (timeout_ms == 0)
@@ -234,7 +239,7 @@ FSNW_EXPORT int fsnw_read(struct fsnw *w, struct fsnw_event *evs, size_t max, in
 			left = (int)((deadline - now + 999999u) / 1000000u);
 		}
 		polls++; /* counted when the lock is next held */
-		ret = engine_wait(w, left);
+		ret = engine_wait(&sleep, left);
 		if (ret < 0) {
 			lock(w);
 			w->st.sys_poll += polls;
@@ -242,6 +247,18 @@ FSNW_EXPORT int fsnw_read(struct fsnw *w, struct fsnw_event *evs, size_t max, in
 			return ret;
 		}
 	}
+}
+
+FSNW_EXPORT int fsnw_wake(struct fsnw *w)
+{
+	int ret;
+
+	if (!w)
+		return -EINVAL;
+	lock(w);
+	ret = engine_wake(w);
+	unlock(w);
+	return ret;
 }
 
 FSNW_EXPORT int fsnw_pump(struct fsnw *w)

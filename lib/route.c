@@ -66,13 +66,18 @@ static void fan_out(struct fsnw *w, struct kwatch *kw, const struct kevent *ev)
 		if (wanted && queue_push(w->q, &lw->qo, l->path, mask, ev->cookie, ev->name,
 					 ev->namelen, 0) == QUEUE_MERGED)
 			PROBE2(merge, lw->qo.wid, mask);
-		/* After the push: the event reports the path it happened at, and a
-		 * tree may now rename or drop l. */
-		if (lw->tree)
-			tree_note_event(w, l, ev);
-		/* A oneshot watch has a single link: l goes, tmp stays valid. */
-		else if (wanted && (lw->flags & FSNW_WATCH_ONESHOT))
+		/*
+		 * After the push: the event reports the path it happened at, and a
+		 * tree may now rename or drop l, or end, having lost its root. A
+		 * tree has one link per kernel watch and a oneshot watch a single
+		 * link: only l goes of this list, and tmp stays valid.
+		 */
+		if (lw->tree) {
+			if (tree_note_event(w, l, ev))
+				watches_dropped(w, lw);
+		} else if (wanted && (lw->flags & FSNW_WATCH_ONESHOT)) {
 			watches_oneshot_fired(w, lw);
+		}
 	}
 	if (!heard)
 		w->st.dropped_parked++;
@@ -109,6 +114,14 @@ unsigned route_event(struct fsnw *w, const struct kevent *ev)
 	}
 	fan_out(w, kw, ev);
 	return 0;
+}
+
+void route_end_trees(struct fsnw *w)
+{
+	struct watch *lw;
+
+	while ((lw = trees_pop_ended(&w->trees)))
+		watches_dropped(w, lw);
 }
 
 void route_settle(struct fsnw *w)

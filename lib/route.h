@@ -28,4 +28,7 @@ void route_reconcile(struct fsnw *w);
  */
 void route_settle(struct fsnw *w);
 
+/* After the trees' work: trees that lost their root end (FSNW_IGNORED). */
+void route_end_trees(struct fsnw *w);
+
 #endif

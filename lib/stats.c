@@ -132,6 +132,7 @@ static const struct {
 	COUNTER(queue_depth),
 	COUNTER(queue_high_water),
 	COUNTER(ring_active), COUNTER(sys_io_uring), COUNTER(settles_ring), COUNTER(settles_read),
+	COUNTER(tree_retries), COUNTER(overflows_mount),
 };
 
 #define HISTOGRAM(f) { #f, offsetof(struct fsnw_stats, f) }

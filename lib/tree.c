@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: MIT */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -9,52 +8,31 @@
 #include <unistd.h>
 
 #include "mem.h"
-#include "handle.h"
-#include "tree.h"
+#include "stats.h"
+#include "tree-int.h"
 
 #define DENTS_BUF 32768
-#define TREE_DEPTH_MAX 2048 /* PATH_MAX ends a tree before this does */
-
-struct tree {
-	struct list node;    /* in trees.all */
-	struct watch *lw;    /* the tree watch */
-	struct htab by_path; /* its links, by path */
-	/* A relative root is resolved against the directory current at the
-	 * add: new directories found later must not depend on a chdir since. */
-	struct strref *abs_root; /* NULL when the root path is absolute */
-	struct link *root;
-	dev_t root_dev;      /* FSNW_WATCH_ONE_FS */
-	uint32_t kmask;      /* the caller's mask and what following directories needs */
-	unsigned moving;     /* links with a MOVED_FROM awaiting its MOVED_TO or MOVE_SELF */
-};
+/*
+ * Directories one step of the walks reads before the engine drains again.
+ * Reading a directory makes up to eight events of ours (OPEN, ACCESS and
+ * CLOSE_NOWRITE, on the directory and on its parent), and the kernel queues
+ * 16384 by default: a walk that read a wide tree in one go overflowed it
+ * with its own echoes.
+ */
+#define TREE_STEP_DIRS 512
+/* Retries: at the next drain, then after 10 ms, doubling up to 2 s. */
+#define RETRY_FIRST_NS 10000000ull
+#define RETRY_MAX_NS 2000000000ull
 
 /*
- * A new directory seen during a drain is walked once the drain is over:
- * attaching inside routing would walk while the read buffer is being
- * decoded, and a walk needs a drain of its own to end. Renames and
- * departures need no syscall and are applied as their events are read, so
- * the events that follow them already carry the right paths.
+ * A directory that walks had still to read (created or moved in, not yet
+ * walked) was moved away: if the MOVED_TO of the same cookie comes in this
+ * drain, they read it at its new path.
  */
-enum job_kind {
-	JOB_NEW,      /* created: watch it and report what it already holds */
-	JOB_MOVED_IN, /* moved in from outside: watch it */
-};
-
-struct job {
+struct dir_move {
 	struct list node;
-	struct watch *lw;
-	enum job_kind kind;
-	bool failed;         /* a walk of it failed: FSNW_OVERFLOW was raised */
-	struct strref *path; /* the directory */
-};
-
-/* Scratch shared by one walk. */
-struct walk {
-	struct fsnw *w;
-	struct watch *lw;
-	struct tree *t;
-	bool synthetic;
-	unsigned char *dents;
+	uint32_t cookie;
+	struct strref *path;
 };
 
 static uint64_t path_hash(const char *s, size_t len)
@@ -62,7 +40,7 @@ static uint64_t path_hash(const char *s, size_t len)
 	return hash_bytes(s, len, 0x7472);
 }
 
-static struct link *find_link(const struct tree *t, const char *s, size_t len)
+struct link *tree_find_link(const struct tree *t, const char *s, size_t len)
 {
 	struct hnode *n;
 
@@ -75,217 +53,17 @@ static struct link *find_link(const struct tree *t, const char *s, size_t len)
 	return NULL;
 }
 
-static void index_link(struct tree *t, struct link *l)
+void tree_index_link(struct tree *t, struct link *l)
 {
 	htab_insert(&t->by_path, &l->tnode, path_hash(l->path->s, l->path->len));
 }
 
-/* A directory reachable twice (bind mounts) is watched once per tree. */
-static bool kw_has_other_link(const struct link *l)
-{
-	struct list *pos;
-
-	for (pos = l->kw->links.next; pos != &l->kw->links; pos = pos->next) {
-		const struct link *o = list_entry(pos, struct link, knode);
-
-		if (o != l && o->watch == l->watch)
-			return true;
-	}
-	return false;
-}
-
-static bool vanished(int err)
-{
-	return err == -ENOENT || err == -ENOTDIR || err == -ELOOP;
-}
-
-/*
- * Attach one directory of the tree; *out is NULL when it is skipped: gone
- * already, or reachable twice (bind mounts) and watched once per tree. A
- * link left at the same path by a directory since replaced gives way.
- */
-static int attach_dir(struct walk *wk, struct strref *path, const struct strref *real,
-		      uint32_t flags, struct link **out)
-{
-	struct link *l, *stale;
-	int ret;
-
-	*out = NULL;
-	ret = htab_reserve(&wk->t->by_path, 1);
-	if (ret < 0)
-		return ret;
-	/* FSNW_WATCH_TREE: a backend with filesystem marks may cover it. */
-	ret = kwatch_attach(wk->w, wk->lw, AT_FDCWD, real->s, wk->t->kmask,
-			    flags | FSNW_WATCH_ONLYDIR | FSNW_WATCH_TREE, path, &l);
-	if (ret < 0)
-		return vanished(ret) ? 0 : ret;
-	if (kw_has_other_link(l)) {
-		kwatch_undo(wk->w, l);
-		return 0;
-	}
-	stale = find_link(wk->t, path->s, path->len);
-	if (stale && stale != wk->t->root) {
-		htab_remove(&wk->t->by_path, &stale->tnode);
-		kwatch_detach(wk->w, stale, false);
-	}
-	index_link(wk->t, l);
-	*out = l;
-	return 0;
-}
-
-static void synthetic_create(struct walk *wk, struct link *l, const char *name, bool isdir)
-{
-	uint32_t mask = FSNW_CREATE | FSNW_SYNTHETIC | (isdir ? FSNW_ISDIR : 0);
-
-	if (!(wk->lw->mask & FSNW_CREATE))
-		return;
-	queue_push(wk->w->q, &wk->lw->qo, l->path, mask, 0, name, strlen(name), 0);
-	wk->w->st.events_synthetic++;
-}
-
-/* Names of the subdirectories of fd, NUL-separated; reports the rest if synthetic. */
-static int read_dir(struct walk *wk, int fd, struct link *l, char **names, size_t *len)
-{
-	size_t cap = 0;
-
-	*names = NULL;
-	*len = 0;
-	for (;;) {
-		ssize_t n = getdents64(fd, wk->dents, DENTS_BUF);
-
-		wk->w->st.sys_walk++;
-		if (n < 0)
-			return errno == ENOENT ? 0 : -errno; /* removed while we read */
-		if (n == 0)
-			return 0;
-		for (ssize_t off = 0; off < n;) {
-			struct dirent64 *d = (struct dirent64 *)(void *)(wk->dents + off);
-			const char *name = d->d_name;
-			bool isdir = d->d_type == DT_DIR;
-
-			off += d->d_reclen;
-			if (!strcmp(name, ".") || !strcmp(name, ".."))
-				continue;
-			if (d->d_type == DT_UNKNOWN) {
-				struct stat st;
-
-				wk->w->st.sys_walk++;
-				if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-					continue; /* vanished */
-				isdir = S_ISDIR(st.st_mode);
-			}
-			if (wk->synthetic)
-				synthetic_create(wk, l, name, isdir);
-			if (!isdir)
-				continue;
-			size_t nl = strlen(name) + 1;
-
-			if (*len + nl > cap) {
-				size_t ncap = cap ? cap * 2 : 256;
-				char *p;
-
-				while (ncap < *len + nl)
-					ncap *= 2;
-				p = mem_realloc(*names, ncap);
-				if (!p)
-					return -ENOMEM;
-				*names = p;
-				cap = ncap;
-			}
-			memcpy(*names + *len, name, nl);
-			*len += nl;
-		}
-	}
-}
-
-/*
- * Watch the directory `name` under parentfd and, depth first, everything
- * below it. path is what its events report, real the path that resolves it
- * (the same unless the root was relative). Entries that vanish are skipped.
- */
-static int walk(struct walk *wk, int parentfd, const char *name, struct strref *path,
-		struct strref *real, uint32_t flags, int depth)
-{
-	char *names = NULL;
-	size_t len = 0;
-	struct link *l;
-	int fd, ret;
-
-	if (depth > TREE_DEPTH_MAX)
-		return -ELOOP;
-	fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
-				    (depth || (flags & FSNW_WATCH_DONT_FOLLOW) ? O_NOFOLLOW : 0));
-	wk->w->st.sys_walk++;
-	if (fd < 0)
-		return depth && vanished(-errno) ? 0 : -errno;
-	if (wk->lw->flags & FSNW_WATCH_ONE_FS) {
-		struct stat st;
-
-		wk->w->st.sys_walk++;
-		if (fstat(fd, &st) < 0) {
-			ret = -errno;
-			goto out;
-		}
-		if (!depth)
-			wk->t->root_dev = st.st_dev;
-		else if (st.st_dev != wk->t->root_dev) {
-			ret = 0;
-			goto out;
-		}
-	}
-	/* Below the root, symlinks are never followed. */
-	ret = attach_dir(wk, path, real,
-			 depth ? FSNW_WATCH_DONT_FOLLOW | (flags & FSNW_WATCH_EXCL_UNLINK) : flags,
-			 &l);
-	if (ret < 0 || !l) {
-		/* The root must be watched; a subdirectory may vanish. */
-		if (!depth && !ret)
-			ret = -ENOENT;
-		goto out;
-	}
-	if (!depth)
-		wk->t->root = l;
-	l->walk_gen = wk->w->trees.window_gen;
-	ret = read_dir(wk, fd, l, &names, &len);
-	for (size_t off = 0; ret == 0 && off < len; off += strlen(names + off) + 1) {
-		const char *sname = names + off;
-		struct strref *sub = strref_join(path, sname, strlen(sname));
-		struct strref *subreal = real == path ? strref_get(sub) :
-				sub ? strref_join(real, sname, strlen(sname)) : NULL;
-
-		ret = sub && subreal ? walk(wk, fd, sname, sub, subreal, flags, depth + 1) : -ENOMEM;
-		strref_put(sub);
-		strref_put(subreal);
-	}
-out:
-	mem_free(names);
-	close(fd);
-	wk->w->st.sys_walk++;
-	return ret;
-}
-
 /* The path that resolves a directory of the tree, whatever the current directory. */
-static struct strref *real_path(const struct watch *lw, struct strref *path)
+struct strref *tree_real_path(const struct tree *t, struct strref *path)
 {
-	if (!lw->tree->abs_root)
+	if (!t->abs_root)
 		return strref_get(path);
-	return strref_rebase(path, lw->path->len, lw->tree->abs_root);
-}
-
-static int walk_from(struct fsnw *w, struct watch *lw, struct strref *path, bool synthetic,
-		     int depth)
-{
-	struct walk wk = { w, lw, lw->tree, synthetic, NULL };
-	struct strref *real = real_path(lw, path);
-	int ret = -ENOMEM;
-
-	wk.dents = mem_alloc(DENTS_BUF);
-	if (wk.dents && real)
-		ret = walk(&wk, AT_FDCWD, real->s, path, real,
-			   lw->flags & (FSNW_WATCH_DONT_FOLLOW | FSNW_WATCH_EXCL_UNLINK), depth);
-	mem_free(wk.dents);
-	strref_put(real);
-	return ret;
+	return strref_rebase(path, t->lw->path->len, t->abs_root);
 }
 
 static void unindex_and_detach(struct fsnw *w, struct tree *t, struct link *l, bool park)
@@ -296,42 +74,211 @@ static void unindex_and_detach(struct fsnw *w, struct tree *t, struct link *l, b
 	kwatch_detach(w, l, park);
 }
 
-static void cancel_jobs_in(struct list *jobs, const struct watch *lw)
+/* ---- the walks of a tree ---- */
+
+/* Call fn on every walk of t, running or waiting to retry; fn may free it. */
+static void for_each_walk(struct trees *ts, const struct tree *t,
+			  bool (*fn)(struct walk *wk, void *arg), void *arg)
 {
-	struct list *pos, *tmp;
+	struct list *lists[] = { &ts->walks, &ts->retry };
 
-	list_for_each_safe(pos, tmp, jobs) {
-		struct job *j = list_entry(pos, struct job, node);
+	for (size_t i = 0; i < 2; i++) {
+		struct list *pos, *tmp;
 
-		if (j->lw != lw)
-			continue;
-		list_del(&j->node);
-		strref_put(j->path);
-		mem_free(j);
+		list_for_each_safe(pos, tmp, lists[i]) {
+			struct walk *wk = list_entry(pos, struct walk, node);
+
+			if (wk->t == t && !fn(wk, arg))
+				return;
+		}
 	}
 }
 
-static void cancel_jobs(struct fsnw *w, const struct watch *lw)
+static bool cancel_one(struct walk *wk, void *arg)
 {
-	cancel_jobs_in(&w->trees.work, lw);
-	cancel_jobs_in(&w->trees.retry, lw);
+	(void)arg;
+	if (wk->t->adding == wk)
+		wk->t->adding = NULL;
+	list_del(&wk->node);
+	walk_free(wk);
+	return true;
 }
 
-static void tree_free_struct(struct watch *lw)
+struct lookup {
+	const struct strref *dir;
+	bool found;
+};
+
+static bool has_under(struct walk *wk, void *arg)
+{
+	struct lookup *q = arg;
+
+	q->found = walk_has_under(wk, q->dir);
+	return !q->found;
+}
+
+/* Have walks of t a directory at or below dir still to read? */
+static bool pending_under(struct trees *ts, const struct tree *t, const struct strref *dir)
+{
+	struct lookup q = { dir, false };
+
+	for_each_walk(ts, t, has_under, &q);
+	return q.found;
+}
+
+static bool cancel_under(struct walk *wk, void *arg)
+{
+	walk_cancel_under(wk, arg);
+	return true;
+}
+
+struct rebase {
+	const struct strref *from, *to;
+	bool ok;
+};
+
+static bool rebase_one(struct walk *wk, void *arg)
+{
+	struct rebase *r = arg;
+
+	if (!walk_has_under(wk, r->from))
+		return true;
+	/*
+	 * A directory moved in is listed by the caller, under the name its
+	 * MOVED_TO gave: renamed before the walk read it, it may be gone from
+	 * there already, so what it holds is reported instead.
+	 */
+	if (!wk->started && wk->kind == WALK_MOVED_IN) {
+		wk->kind = WALK_NEW;
+		wk->stack[0].flags |= WDIR_SYNTH;
+	}
+	r->ok &= walk_rebase(wk, r->from, r->to);
+	return true;
+}
+
+/* Directories walks still had to read under from are now under to. */
+static void rebase_pending(struct fsnw *w, struct tree *t, const struct strref *from,
+			   const struct strref *to)
+{
+	struct rebase r = { from, to, true };
+
+	for_each_walk(&w->trees, t, rebase_one, &r);
+	if (!r.ok)
+		handle_overflow(w, OVERFLOW_UNWATCHED);
+}
+
+static void end_tree(struct trees *ts, struct tree *t)
+{
+	if (t->ending)
+		return;
+	t->ending = true;
+	ts->nending++;
+	for_each_walk(ts, t, cancel_one, NULL);
+}
+
+/*
+ * The tree's root directory was renamed. Its path, which every other path
+ * of the tree extends, is not known any more: inotify tells no new name,
+ * and nothing here holds the root open to ask (an open root would keep
+ * its filesystem from being unmounted). So the tree cannot follow its
+ * directories and ends, explicitly (FSNW_IGNORED after the MOVE_SELF). A
+ * backend that can name the root again (fanotify, by its file handle)
+ * would rebase the tree's paths here instead.
+ */
+static bool root_moved(struct fsnw *w, struct tree *t)
+{
+	(void)w;
+	(void)t;
+	return true;
+}
+
+/* Does the root path still lead to the tree's root directory? */
+static bool root_still_there(struct fsnw *w, const struct tree *t)
+{
+	struct strref *real = tree_real_path(t, t->lw->path);
+	struct stat st;
+	int ret;
+
+	if (!real)
+		return true; /* cannot tell: keep it */
+	ret = fstatat(AT_FDCWD, real->s, &st,
+		      (t->lw->flags & FSNW_WATCH_DONT_FOLLOW) ? AT_SYMLINK_NOFOLLOW : 0);
+	w->st.sys_walk++;
+	strref_put(real);
+	return ret == 0 && st.st_dev == t->root_dev && st.st_ino == t->root_ino;
+}
+
+/*
+ * Out of memory for a new subdirectory of l before a walk could hold it:
+ * the caller hears of the gap now, and l is read again for subdirectories
+ * the tree does not know after a later drain.
+ */
+static void need_rescan(struct fsnw *w, struct link *l)
+{
+	l->rescan = true;
+	w->trees.rescan = true;
+	handle_overflow(w, OVERFLOW_UNWATCHED);
+}
+
+/* Follow the new subdirectory path of l (the walk takes the reference). */
+static void add_walk(struct fsnw *w, struct link *l, enum walk_kind kind, struct strref *path)
+{
+	struct walk *wk = walk_new(l->watch->tree, kind, path,
+				   kind == WALK_NEW ? WDIR_SYNTH : 0);
+
+	if (!wk) {
+		need_rescan(w, l);
+		return;
+	}
+	list_add_tail(&wk->node, &w->trees.walks);
+}
+
+/* ---- life of a tree ---- */
+
+static void free_moves(struct trees *ts, struct tree *t)
+{
+	struct list *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &t->moves) {
+		struct dir_move *m = list_entry(pos, struct dir_move, node);
+
+		list_del(&m->node);
+		strref_put(m->path);
+		mem_free(m);
+		ts->nmoves--;
+	}
+}
+
+static void tree_free_struct(struct trees *ts, struct watch *lw)
 {
 	struct tree *t = lw->tree;
 
+	if (ts)
+		free_moves(ts, t);
+	if (t->ending && ts)
+		ts->nending--;
 	list_del(&t->node);
 	htab_fini(&t->by_path);
 	strref_put(t->abs_root);
+	strref_put(t->canon_root);
 	mem_free(t);
 	lw->tree = NULL;
 }
 
 void tree_free(struct watch *lw)
 {
-	if (lw->tree)
-		tree_free_struct(lw);
+	struct list *pos, *tmp;
+
+	if (!lw->tree)
+		return;
+	/* Closing: the walks go with trees_fini, the rest here. */
+	list_for_each_safe(pos, tmp, &lw->tree->moves) {
+		struct dir_move *m = list_entry(pos, struct dir_move, node);
+
+		strref_put(m->path);
+		mem_free(m);
+	}
+	tree_free_struct(NULL, lw);
 }
 
 void tree_remove(struct fsnw *w, struct watch *lw, bool park)
@@ -341,10 +288,10 @@ void tree_remove(struct fsnw *w, struct watch *lw, bool park)
 
 	if (!t)
 		return;
-	cancel_jobs(w, lw);
+	for_each_walk(&w->trees, t, cancel_one, NULL);
 	list_for_each_safe(pos, tmp, &lw->links)
 		unindex_and_detach(w, t, list_entry(pos, struct link, wnode), park);
-	tree_free_struct(lw);
+	tree_free_struct(&w->trees, lw);
 }
 
 /* Undo a tree add exactly: created marks go, revived ones park again. */
@@ -384,8 +331,9 @@ static int absolute_root(struct tree *t, const struct strref *path)
  * directory and on its parent. They are the library's, not the caller's:
  * while a walk window is open, such read-only events for a directory read
  * in it are dropped, and the window closes after a complete drain has read
- * every event the walk caused (trees_after_drain). A read by someone else
- * in the same instant is concurrent with the add and may go too.
+ * every event the step caused (trees_after_drain). A read by someone else
+ * in the same instant is concurrent with the walk and may go too. A
+ * directory the walk could not mark is never opened, so it makes none.
  */
 static void window_open(struct trees *ts)
 {
@@ -424,40 +372,79 @@ bool tree_walk_echo(const struct trees *ts, const struct link *l, const struct k
 	memcpy(path, l->path->s, l->path->len);
 	path[l->path->len] = '/';
 	memcpy(path + l->path->len + 1, ev->name, ev->namelen);
-	child = find_link(l->watch->tree, path, l->path->len + 1 + ev->namelen);
+	child = tree_find_link(l->watch->tree, path, l->path->len + 1 + ev->namelen);
 	return child && read_in_window(ts, child->kw);
+}
+
+static int dents_buffer(struct trees *ts)
+{
+	if (!ts->dents)
+		ts->dents = mem_alloc(DENTS_BUF);
+	return ts->dents ? 0 : -ENOMEM;
 }
 
 int tree_add(struct fsnw *w, struct watch *lw)
 {
+	struct trees *ts = &w->trees;
 	struct tree *t = mem_zalloc(sizeof(*t));
+	unsigned budget = TREE_STEP_DIRS;
+	struct walk *wk;
 	int ret;
 
 	if (!t)
 		return -ENOMEM;
 	htab_init(&t->by_path);
+	list_init(&t->moves);
 	t->kmask = lw->mask | TREE_KMASK;
-	list_add_tail(&t->node, &w->trees.all);
+	list_add_tail(&t->node, &ts->all);
 	t->lw = lw;
 	lw->tree = t;
-	if (lw->path->s[0] != '/') {
+	ret = dents_buffer(ts);
+	if (ret == 0 && lw->path->s[0] != '/')
 		ret = absolute_root(t, lw->path);
-		if (ret < 0) {
-			tree_remove(w, lw, false);
-			return ret;
-		}
+	wk = ret < 0 ? NULL : walk_new(t, WALK_ADD, strref_get(lw->path), WDIR_ROOT);
+	if (!wk) {
+		tree_remove(w, lw, false);
+		return ret < 0 ? ret : -ENOMEM;
 	}
-	/* The caller drains completely before it returns the wid, which
-	 * closes the window. */
-	window_open(&w->trees);
-	kwatch_hold_lock(&w->kwatches, true);
-	ret = walk_from(w, lw, lw->path, false, 0);
-	kwatch_hold_lock(&w->kwatches, false);
-	if (ret < 0) {
+	/* Without /proc, mounts below trees are not followed (libfsnwatch(7)). */
+	if (ts->mounts.check_fd < 0)
+		(void)mounts_open(&ts->mounts, &w->st);
+	t->adding = wk;
+	list_add_tail(&wk->node, &ts->walks);
+	/*
+	 * The first step now: the root must be watched for the add to stand.
+	 * The caller settles (drains completely) before it returns the wid,
+	 * which closes the window and runs the rest of the walk in steps.
+	 */
+	window_open(ts);
+	switch (walk_run(w, wk, &budget)) {
+	case WALK_FAILED:
+		ret = wk->err;
 		tree_undo(w, lw);
 		return ret;
+	case WALK_DONE:
+		cancel_one(wk, NULL);
+		break;
+	case WALK_PAUSED:
+		break;
 	}
 	return 0;
+}
+
+int tree_add_result(struct watch *lw)
+{
+	struct tree *t = lw->tree;
+
+	if (!t)
+		return 0; /* gone already: the caller reads its FSNW_IGNORED */
+	/* A settle cut short (a failed read): the walk goes on as any other,
+	 * its failures reported as overflows. */
+	if (t->adding) {
+		t->adding->kind = WALK_MOVED_IN;
+		t->adding = NULL;
+	}
+	return t->add_err;
 }
 
 bool tree_link_dropped(struct fsnw *w, struct link *l)
@@ -470,33 +457,7 @@ bool tree_link_dropped(struct fsnw *w, struct link *l)
 	return false;
 }
 
-/*
- * Out of memory for a new subdirectory of l before a job could hold it: the
- * caller hears of the gap now, and l is read again for subdirectories the
- * tree does not know after a later drain.
- */
-static void need_rescan(struct fsnw *w, struct link *l)
-{
-	l->rescan = true;
-	w->trees.rescan = true;
-	handle_overflow(w, OVERFLOW_UNWATCHED);
-}
-
-/* Follow the new subdirectory path of l (the job takes the reference). */
-static void add_job(struct fsnw *w, struct link *l, enum job_kind kind, struct strref *path)
-{
-	struct job *j = mem_zalloc(sizeof(*j));
-
-	if (!j) {
-		strref_put(path);
-		need_rescan(w, l);
-		return;
-	}
-	j->lw = l->watch;
-	j->kind = kind;
-	j->path = path;
-	list_add_tail(&j->node, &w->trees.work);
-}
+/* ---- what events say ---- */
 
 static void forget_subtree(struct fsnw *w, struct watch *lw, const struct strref *dir);
 static void rename_subtree(struct fsnw *w, struct watch *lw, const struct strref *from,
@@ -524,64 +485,105 @@ static void settle_move(struct tree *t, struct link *l)
 	t->moving--;
 }
 
+/* An unwatched directory with walks pending below it moved away (path: ours now). */
+static void note_dir_move(struct fsnw *w, struct tree *t, uint32_t cookie, struct strref *path)
+{
+	struct dir_move *m = mem_zalloc(sizeof(*m));
+
+	if (!m) {
+		/* Its MOVED_TO will walk it as moved in: what it holds that the
+		 * walks owed the caller may go unreported. */
+		handle_overflow(w, OVERFLOW_UNWATCHED);
+		strref_put(path);
+		return;
+	}
+	m->cookie = cookie;
+	m->path = path;
+	list_add_tail(&m->node, &t->moves);
+	w->trees.nmoves++;
+}
+
+static struct dir_move *take_dir_move(struct trees *ts, struct tree *t, uint32_t cookie)
+{
+	struct list *pos;
+
+	for (pos = t->moves.next; pos != &t->moves; pos = pos->next) {
+		struct dir_move *m = list_entry(pos, struct dir_move, node);
+
+		if (m->cookie == cookie) {
+			list_del(&m->node);
+			ts->nmoves--;
+			return m;
+		}
+	}
+	return NULL;
+}
+
 /*
  * A rename makes MOVED_FROM on the old parent, MOVED_TO on the new one if it
  * is watched, then MOVE_SELF on the directory itself, in that order in our
  * queue. So a MOVED_FROM marks the child; a MOVED_TO with its cookie renames
  * it within the tree; a MOVE_SELF that finds the mark still there means the
  * MOVED_TO went elsewhere: the directory left the tree. l may be freed.
+ * Walks that had directories still to read at the old path follow them.
  */
-void tree_note_event(struct fsnw *w, struct link *l, const struct kevent *ev)
+bool tree_note_event(struct fsnw *w, struct link *l, const struct kevent *ev)
 {
 	struct watch *lw = l->watch;
 	struct tree *t = lw->tree;
 	struct strref *path;
+	struct dir_move *m;
 	struct link *child;
 
 	if ((ev->mask & FSNW_MOVE_SELF) && !ev->name) {
-		if (l->move_cookie && l != t->root) {
+		if (l == t->root)
+			return root_moved(w, t);
+		if (l->move_cookie) {
 			settle_move(t, l);
 			forget_subtree(w, lw, l->path);
 		}
-		return;
+		return false;
 	}
 	if (!ev->name || !(ev->mask & FSNW_ISDIR) ||
 	    !(ev->mask & (FSNW_CREATE | FSNW_MOVED_FROM | FSNW_MOVED_TO)))
-		return;
+		return false;
 	path = strref_join(l->path, ev->name, ev->namelen);
 	if (!path) {
 		if (!(ev->mask & FSNW_MOVED_FROM))
 			need_rescan(w, l);
-		return;
+		return false;
 	}
 	if (ev->mask & FSNW_CREATE) {
-		add_job(w, l, JOB_NEW, path);
-		return;
+		add_walk(w, l, WALK_NEW, path);
+		return false;
 	}
 	if (ev->mask & FSNW_MOVED_FROM) {
-		child = find_link(t, path->s, path->len);
+		child = tree_find_link(t, path->s, path->len);
 		if (child && child != t->root) {
 			if (!child->move_cookie)
 				t->moving++;
 			child->move_cookie = ev->cookie ? ev->cookie : 1;
+		} else if (!child && ev->cookie && pending_under(&w->trees, t, path)) {
+			note_dir_move(w, t, ev->cookie, path);
+			return false;
 		}
 		strref_put(path);
-		return;
+		return false;
 	}
 	child = ev->cookie ? moving_link(lw, ev->cookie) : NULL;
 	if (child) {
 		settle_move(t, child);
 		rename_subtree(w, lw, child->path, path);
 		strref_put(path);
+	} else if (ev->cookie && (m = take_dir_move(&w->trees, t, ev->cookie))) {
+		rebase_pending(w, t, m->path, path);
+		strref_put(m->path);
+		mem_free(m);
+		strref_put(path);
 	} else {
-		add_job(w, l, JOB_MOVED_IN, path);
+		add_walk(w, l, WALK_MOVED_IN, path);
 	}
-}
-
-static bool under(const struct strref *p, const struct strref *dir)
-{
-	return p->len >= dir->len && memcmp(p->s, dir->s, dir->len) == 0 &&
-	       (p->len == dir->len || p->s[dir->len] == '/');
+	return false;
 }
 
 static void forget_subtree(struct fsnw *w, struct watch *lw, const struct strref *dir)
@@ -592,12 +594,13 @@ static void forget_subtree(struct fsnw *w, struct watch *lw, const struct strref
 	list_for_each_safe(pos, tmp, &lw->links) {
 		struct link *l = list_entry(pos, struct link, wnode);
 
-		if (l == lw->tree->root || !under(l->path, gone))
+		if (l == lw->tree->root || !path_under(l->path, gone))
 			continue;
 		if (l->move_cookie)
 			settle_move(lw->tree, l);
 		unindex_and_detach(w, lw->tree, l, true);
 	}
+	for_each_walk(&w->trees, lw->tree, cancel_under, gone);
 	strref_put(gone);
 }
 
@@ -613,7 +616,7 @@ static void rename_subtree(struct fsnw *w, struct watch *lw, const struct strref
 		struct link *l = list_entry(pos, struct link, wnode);
 		struct strref *np;
 
-		if (l == t->root || !under(l->path, from))
+		if (l == t->root || !path_under(l->path, from))
 			continue;
 		np = strref_rebase(l->path, from->len, to);
 		if (!np) {
@@ -623,153 +626,325 @@ static void rename_subtree(struct fsnw *w, struct watch *lw, const struct strref
 		htab_remove(&t->by_path, &l->tnode);
 		strref_put(l->path);
 		l->path = np;
-		index_link(t, l);
+		tree_index_link(t, l);
 	}
+	rebase_pending(w, t, from, to);
 	strref_put(from);
 }
 
-/* Failures that a later try may not meet: resources, not permissions. */
-static bool transient(int err)
+/* ---- after a drain: the steps of the walks ---- */
+
+static uint64_t retry_delay(unsigned tries)
 {
-	return err == -ENOMEM || err == -ENOSPC || err == -EMFILE || err == -ENFILE;
+	uint64_t d;
+
+	if (tries <= 1)
+		return 0;
+	if (tries - 2 >= 8)
+		return RETRY_MAX_NS;
+	d = RETRY_FIRST_NS << (tries - 2);
+	return d < RETRY_MAX_NS ? d : RETRY_MAX_NS;
 }
 
 /*
- * Walk a job's directory. A walk that fails (other than because the
- * directory went) leaves events below it unseen, and raises FSNW_OVERFLOW.
- * A transient failure keeps the job on the retry list for the next drain;
- * the walk that finally succeeds raises FSNW_OVERFLOW again, as what
- * happened in between is lost and only a rescan from now on sees it all. A
- * directory the process may not read is not tried again on every read.
+ * A walk finished. One that failed for want of resources before said so
+ * with FSNW_OVERFLOW; it says so again now that it succeeded, as what
+ * happened in between is lost and only a rescan from now on sees it all.
+ * A walk whose first directory was not there may have met a tree whose
+ * root was renamed away (or a directory above it): inotify says nothing of
+ * those, so the root is checked, and a tree that lost it ends.
  */
-static void run_job(struct fsnw *w, struct job *j)
+static void walk_done(struct fsnw *w, struct walk *wk)
 {
-	int ret = walk_from(w, j->lw, j->path, j->kind == JOB_NEW, 1);
+	struct tree *t = wk->t;
 
-	if (ret < 0 && !vanished(ret)) {
-		if (!j->failed)
-			handle_overflow(w, OVERFLOW_UNWATCHED);
-		j->failed = true;
-		if (transient(ret)) {
-			list_add_tail(&j->node, &w->trees.retry);
-			return;
-		}
-	}
-	if (ret == 0 && j->failed)
+	if (wk->tries)
 		handle_overflow(w, OVERFLOW_UNWATCHED);
-	strref_put(j->path);
-	mem_free(j);
+	if (wk->top_vanished && wk->kind != WALK_ADD && !root_still_there(w, t)) {
+		cancel_one(wk, NULL);
+		end_tree(&w->trees, t);
+		return;
+	}
+	cancel_one(wk, NULL);
 }
 
-/* Read l's directory again and follow the subdirectories the tree lacks. */
-static void rescan_link(struct fsnw *w, struct watch *lw, struct link *l)
+/*
+ * A walk stopped on a failure. The add's fails the add. Another failed for
+ * want of resources (memory, fds, the watch limit): FSNW_OVERFLOW says that
+ * events below the directory go unseen, and the walk goes on from there
+ * later, at the next drain and then with a back-off, so that a reader is
+ * not kept busy by a limit that stays.
+ */
+static void walk_failed(struct fsnw *w, struct walk *wk)
 {
-	struct walk wk = { w, lw, lw->tree, false, NULL };
-	struct strref *real = real_path(lw, l->path);
-	char *names = NULL;
-	size_t len = 0;
-	int fd = -1, ret = -ENOMEM;
+	struct trees *ts = &w->trees;
+	struct tree *t = wk->t;
 
-	wk.dents = mem_alloc(DENTS_BUF);
-	if (wk.dents && real) {
-		fd = openat(AT_FDCWD, real->s, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		w->st.sys_walk++;
-		ret = fd < 0 ? -errno : read_dir(&wk, fd, l, &names, &len);
+	list_del(&wk->node);
+	if (wk->kind == WALK_ADD) {
+		t->add_err = wk->err;
+		t->adding = NULL;
+		walk_free(wk);
+		return;
 	}
-	for (size_t off = 0; ret == 0 && off < len; off += strlen(names + off) + 1) {
-		struct strref *sub = strref_join(l->path, names + off, strlen(names + off));
-
-		if (!sub)
-			ret = -ENOMEM;
-		else if (find_link(lw->tree, sub->s, sub->len))
-			strref_put(sub);
-		else
-			add_job(w, l, JOB_NEW, sub);
-	}
-	if (ret == 0 || vanished(ret))
-		l->rescan = false;
-	else
-		w->trees.rescan = true;
-	if (fd >= 0) {
-		close(fd);
-		w->st.sys_walk++;
-	}
-	mem_free(names);
-	mem_free(wk.dents);
-	strref_put(real);
+	if (!wk->failed)
+		handle_overflow(w, OVERFLOW_UNWATCHED);
+	wk->failed = true;
+	wk->tries++;
+	wk->due_ns = stats_now_ns() + retry_delay(wk->tries);
+	list_add_tail(&wk->node, &ts->retry);
 }
 
-static void rescan_tree(struct fsnw *w, struct tree *t)
+/*
+ * Walks that failed run again when due, or at once when kernel watches
+ * went since the last time (the watch limit may have room again).
+ */
+static void start_retries(struct fsnw *w)
 {
-	struct watch *lw = t->lw;
+	struct trees *ts = &w->trees;
+	uint64_t freed = w->kwatches.unmarks + w->st.kernel_drops, now;
+	bool all = freed != ts->freed_seen;
 	struct list *pos, *tmp;
 
-	list_for_each_safe(pos, tmp, &lw->links) {
-		struct link *l = list_entry(pos, struct link, wnode);
+	ts->freed_seen = freed;
+	if (list_empty(&ts->retry))
+		return;
+	now = stats_now_ns();
+	list_for_each_safe(pos, tmp, &ts->retry) {
+		struct walk *wk = list_entry(pos, struct walk, node);
 
-		if (l->rescan)
-			rescan_link(w, lw, l);
+		if (!all && wk->due_ns > now)
+			continue;
+		list_del(&wk->node);
+		list_add_tail(&wk->node, &ts->walks);
+		w->st.tree_retries++;
 	}
 }
 
-void trees_init(struct trees *ts)
+static void start_rescans(struct fsnw *w)
 {
-	memset(ts, 0, sizeof(*ts));
-	list_init(&ts->all);
-	list_init(&ts->work);
-	list_init(&ts->retry);
-}
+	struct trees *ts = &w->trees;
+	struct list *tp;
 
-void trees_fini(struct trees *ts)
-{
-	struct list *lists[] = { &ts->work, &ts->retry };
+	ts->rescan = false;
+	for (tp = ts->all.next; tp != &ts->all; tp = tp->next) {
+		struct tree *t = list_entry(tp, struct tree, node);
+		struct list *pos;
 
-	for (size_t i = 0; i < 2; i++) {
-		struct list *pos, *tmp;
+		for (pos = t->lw->links.next; pos != &t->lw->links; pos = pos->next) {
+			struct link *l = list_entry(pos, struct link, wnode);
+			struct walk *wk;
 
-		list_for_each_safe(pos, tmp, lists[i]) {
-			struct job *j = list_entry(pos, struct job, node);
-
-			list_del(&j->node);
-			strref_put(j->path);
-			mem_free(j);
+			if (!l->rescan)
+				continue;
+			wk = walk_new(t, WALK_RESCAN, strref_get(l->path), WDIR_REREAD);
+			if (!wk) {
+				ts->rescan = true;
+				continue;
+			}
+			l->rescan = false;
+			list_add_tail(&wk->node, &ts->walks);
 		}
 	}
 }
 
-bool trees_busy(const struct trees *ts)
+/* A rename's two halves are read by one complete drain: the moves not
+ * paired by now went out of the tree. */
+static void clear_moves(struct trees *ts)
 {
-	return ts->window_open || ts->rescan || !list_empty(&ts->work) || !list_empty(&ts->retry);
+	struct list *tp;
+
+	if (!ts->nmoves)
+		return;
+	for (tp = ts->all.next; tp != &ts->all; tp = tp->next)
+		free_moves(ts, list_entry(tp, struct tree, node));
 }
 
 bool trees_after_drain(struct fsnw *w, bool retry)
 {
 	struct trees *ts = &w->trees;
-	struct list *pos;
+	unsigned budget = TREE_STEP_DIRS;
 
 	ts->window_open = false;
-	/* What failed before gets one more try, once per drain call. */
-	while (retry && !list_empty(&ts->retry)) {
-		struct job *j = list_first(&ts->retry, struct job, node);
-
-		list_del(&j->node);
-		list_add_tail(&j->node, &ts->work);
-	}
-	if (ts->rescan) {
-		ts->rescan = false;
-		for (pos = ts->all.next; pos != &ts->all; pos = pos->next)
-			rescan_tree(w, list_entry(pos, struct tree, node));
-	}
-	if (list_empty(&ts->work))
+	clear_moves(ts);
+	if (retry)
+		start_retries(w);
+	if (ts->rescan)
+		start_rescans(w);
+	if (list_empty(&ts->walks))
 		return false;
-	window_open(ts);
-	kwatch_hold_lock(&w->kwatches, true);
-	while (!list_empty(&ts->work)) {
-		struct job *j = list_first(&ts->work, struct job, node);
-
-		list_del(&j->node);
-		run_job(w, j);
+	if (dents_buffer(ts) < 0) {
+		/* Not even a step: the walks wait for the next drain. */
+		return false;
 	}
-	kwatch_hold_lock(&w->kwatches, false);
+	window_open(ts);
+	while (budget && !list_empty(&ts->walks)) {
+		struct walk *wk = list_first(&ts->walks, struct walk, node);
+
+		switch (walk_run(w, wk, &budget)) {
+		case WALK_DONE:
+			walk_done(w, wk);
+			break;
+		case WALK_FAILED:
+			walk_failed(w, wk);
+			break;
+		case WALK_PAUSED:
+			break;
+		}
+	}
 	return true;
+}
+
+bool trees_busy(const struct trees *ts)
+{
+	return ts->window_open || ts->rescan || ts->nmoves || ts->nending ||
+	       !list_empty(&ts->walks);
+}
+
+struct watch *trees_pop_ended(struct trees *ts)
+{
+	struct list *pos;
+
+	if (!ts->nending)
+		return NULL;
+	for (pos = ts->all.next; pos != &ts->all; pos = pos->next) {
+		struct tree *t = list_entry(pos, struct tree, node);
+
+		if (t->ending) {
+			t->ending = false;
+			ts->nending--;
+			return t->lw;
+		}
+	}
+	return NULL;
+}
+
+uint64_t trees_retry_due(const struct trees *ts)
+{
+	uint64_t due = 0;
+	struct list *pos;
+
+	for (pos = ts->retry.next; pos != &ts->retry; pos = pos->next) {
+		const struct walk *wk = list_entry(pos, struct walk, node);
+		uint64_t d = wk->due_ns ? wk->due_ns : 1;
+
+		if (!due || d < due)
+			due = d;
+	}
+	return due;
+}
+
+/* ---- mounts ---- */
+
+/* Is the directory that holds p watched by the tree? */
+static bool parent_linked(const struct tree *t, const struct strref *p)
+{
+	const char *slash = memrchr(p->s, '/', p->len);
+	size_t len;
+
+	if (!slash)
+		return false;
+	len = slash == p->s ? 1 : (size_t)(slash - p->s);
+	return tree_find_link(t, p->s, len) != NULL;
+}
+
+/* Is p (plen bytes) strictly below the directory dir? */
+static bool dir_holds(const char *p, size_t plen, const char *dir, size_t dlen)
+{
+	if (dlen == 1 && dir[0] == '/')
+		return plen > 1 && p[0] == '/';
+	return plen > dlen && !memcmp(p, dir, dlen) && p[dlen] == '/';
+}
+
+/*
+ * A mount appeared or went at point. Inside a tree, what that path holds
+ * changed wholesale, without events: the tree forgets what it had there,
+ * walks it again, and says FSNW_OVERFLOW so that the caller rescans. At or
+ * above a tree's root, the root path may now lead elsewhere: a tree whose
+ * root is not there any more ends.
+ */
+static void mount_changed(void *arg, const char *point)
+{
+	struct fsnw *w = arg;
+	struct trees *ts = &w->trees;
+	size_t plen = strlen(point);
+	struct list *pos;
+
+	for (pos = ts->all.next; pos != &ts->all; pos = pos->next) {
+		struct tree *t = list_entry(pos, struct tree, node);
+		const struct strref *c = t->canon_root;
+		size_t clen;
+		struct strref *p;
+
+		if (!c || t->ending)
+			continue;
+		if (!dir_holds(point, plen, c->s, c->len)) {
+			bool above = dir_holds(c->s, c->len, point, plen) ||
+				     (plen == c->len && !memcmp(point, c->s, plen));
+
+			if (above && !root_still_there(w, t))
+				end_tree(ts, t);
+			continue;
+		}
+		clen = c->len == 1 ? 0 : c->len; /* below the root "/" */
+		p = strref_join(t->lw->path, point + clen + 1, plen - clen - 1);
+		if (!p) {
+			handle_overflow(w, OVERFLOW_MOUNT);
+			continue; /* the overflow stands for it */
+		}
+		/* Only an entry of a directory the tree watches matters: not one
+		 * in a part it does not follow (another filesystem under
+		 * FSNW_WATCH_ONE_FS, a directory it may not read). */
+		if (!parent_linked(t, p)) {
+			strref_put(p);
+			continue;
+		}
+		handle_overflow(w, OVERFLOW_MOUNT);
+		forget_subtree(w, t->lw, p);
+		if (t->root)
+			add_walk(w, t->root, WALK_MOUNT, p);
+		else
+			strref_put(p);
+	}
+}
+
+void trees_check_mounts(struct fsnw *w)
+{
+	struct trees *ts = &w->trees;
+
+	if (ts->mounts.check_fd < 0 || list_empty(&ts->all))
+		return;
+	/* Unreadable now: something may have changed that we cannot see. */
+	if (mounts_check(&ts->mounts, mount_changed, w, &w->st) < 0)
+		handle_overflow(w, OVERFLOW_MOUNT);
+}
+
+/* ---- the handle's part ---- */
+
+void trees_init(struct trees *ts)
+{
+	memset(ts, 0, sizeof(*ts));
+	list_init(&ts->all);
+	list_init(&ts->walks);
+	list_init(&ts->retry);
+	mounts_init(&ts->mounts);
+}
+
+void trees_fini(struct trees *ts)
+{
+	struct list *lists[] = { &ts->walks, &ts->retry };
+
+	for (size_t i = 0; i < 2; i++) {
+		struct list *pos, *tmp;
+
+		list_for_each_safe(pos, tmp, lists[i]) {
+			struct walk *wk = list_entry(pos, struct walk, node);
+
+			list_del(&wk->node);
+			walk_free(wk);
+		}
+	}
+	mounts_close(&ts->mounts);
+	mem_free(ts->dents);
+	ts->dents = NULL;
 }

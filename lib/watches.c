@@ -267,9 +267,16 @@ int watches_add(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
 
 int watches_finish_add(struct fsnw *w, struct watch *lw)
 {
+	int err = lw->tree ? tree_add_result(lw) : 0;
 	int wid = lw->qo.wid;
 
 	lw->adding = false;
+	if (err < 0) {
+		/* The tree's walk failed after its first step: what the drains
+		 * since queued for it goes with it. */
+		watches_undo(w, lw);
+		return err;
+	}
 	if (lw->add_failed) {
 		/* Its object went while it was being added: its links are
 		 * detached, and what it heard is dropped. */

@@ -107,7 +107,8 @@ int watches_check(const char *path, uint32_t *mask, uint32_t *flags);
  */
 int watches_add(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
 		struct watch **out);
-/* After the settle: the wid, or -ENOENT (the watch is gone) if the object went. */
+/* After the settle: the wid; -ENOENT (the watch is gone) if the object went,
+ * or why a tree's walk failed (the add is undone). */
 int watches_finish_add(struct fsnw *w, struct watch *lw);
 /* The body of fsnw_remove: -EINVAL, -ENOENT, or 0. */
 int watches_remove(struct fsnw *w, int wid);

@@ -196,3 +196,198 @@ int fd_count(void)
 	closedir(d);
 	return n - 1; /* the one opendir holds */
 }
+
+/* ---- the view of a caller ---- */
+
+static void ents_free(char **e, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(e[i]);
+	free(e);
+}
+
+static void view_put(struct view *v, char type, const char *rel)
+{
+	char *e;
+
+	for (int i = 0; i < v->n; i++)
+		if (!strcmp(v->ents[i] + 2, rel)) {
+			v->ents[i][0] = type;
+			return;
+		}
+	if (v->n == v->cap) {
+		v->cap = v->cap ? v->cap * 2 : 64;
+		v->ents = realloc(v->ents, (size_t)v->cap * sizeof(*v->ents));
+		ck_assert_ptr_nonnull(v->ents);
+	}
+	e = malloc(strlen(rel) + 3);
+	ck_assert_ptr_nonnull(e);
+	sprintf(e, "%c %s", type, rel);
+	v->ents[v->n++] = e;
+}
+
+static bool rel_under(const char *p, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return !strncmp(p, dir, n) && (p[n] == '\0' || p[n] == '/');
+}
+
+/* Take rel and what is below it out of the view; into *out if out. */
+static void view_take(struct view *v, const char *rel, char ***out, int *nout)
+{
+	int k = 0;
+
+	for (int i = 0; i < v->n; i++) {
+		if (!rel_under(v->ents[i] + 2, rel)) {
+			v->ents[k++] = v->ents[i];
+			continue;
+		}
+		if (out) {
+			*out = realloc(*out, (size_t)(*nout + 1) * sizeof(**out));
+			ck_assert_ptr_nonnull(*out);
+			(*out)[(*nout)++] = v->ents[i];
+		} else {
+			free(v->ents[i]);
+		}
+	}
+	v->n = k;
+}
+
+/* List what the disk holds at rel (the root: "") into the view. */
+static void view_scan(struct view *v, const char *rel)
+{
+	char path[2 * PATH_MAX + 2], sub[PATH_MAX + 256];
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s%s%s", v->root, *rel ? "/" : "", rel);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", e->d_name) >=
+			    (int)sizeof(sub) ||
+		    snprintf(path, sizeof(path), "%s/%s", v->root, sub) >= (int)sizeof(path) ||
+		    lstat(path, &st) < 0)
+			continue;
+		view_put(v, S_ISDIR(st.st_mode) ? 'd' : 'f', sub);
+		if (S_ISDIR(st.st_mode))
+			view_scan(v, sub);
+	}
+	closedir(d);
+}
+
+void view_init(struct view *v, const char *root)
+{
+	memset(v, 0, sizeof(*v));
+	snprintf(v->root, sizeof(v->root), "%s", root);
+	view_scan(v, "");
+}
+
+static void drop_moved(struct view *v)
+{
+	ents_free(v->moved, v->nmoved);
+	v->moved = NULL;
+	v->nmoved = 0;
+}
+
+static void view_rescan(struct view *v)
+{
+	v->rescans++;
+	drop_moved(v);
+	for (int i = 0; i < v->n; i++)
+		free(v->ents[i]);
+	v->n = 0;
+	view_scan(v, "");
+}
+
+void view_apply(struct view *v, const struct ev *evs, int n)
+{
+	size_t rl = strlen(v->root);
+
+	for (int i = 0; i < n; i++) {
+		const struct ev *e = &evs[i];
+		char rel[PATH_MAX + 256];
+		char type = (e->mask & FSNW_ISDIR) ? 'd' : 'f';
+
+		if (e->mask & FSNW_OVERFLOW) {
+			view_rescan(v);
+			continue;
+		}
+		if (!e->has_name || !(e->mask & (FSNW_CREATE | FSNW_DELETE | FSNW_MOVE)))
+			continue;
+		if (!(e->mask & FSNW_MOVED_TO) || e->cookie != v->cookie)
+			drop_moved(v);
+		if (strncmp(e->path, v->root, rl) || (e->path[rl] && e->path[rl] != '/')) {
+			view_rescan(v); /* an event it cannot place */
+			continue;
+		}
+		snprintf(rel, sizeof(rel), "%s%s%s", e->path[rl] ? e->path + rl + 1 : "",
+			 e->path[rl] ? "/" : "", e->name);
+		if (e->mask & FSNW_DELETE) {
+			view_take(v, rel, NULL, NULL);
+		} else if (e->mask & FSNW_MOVED_FROM) {
+			view_take(v, rel, &v->moved, &v->nmoved);
+			v->cookie = e->cookie;
+			ck_assert_int_lt(snprintf(v->from, sizeof(v->from), "%s", rel),
+					 (int)sizeof(v->from));
+		} else if ((e->mask & FSNW_MOVED_TO) && v->moved && e->cookie == v->cookie) {
+			view_take(v, rel, NULL, NULL);
+			for (int k = 0; k < v->nmoved; k++) {
+				char to[2 * PATH_MAX + 256];
+
+				snprintf(to, sizeof(to), "%s%s", rel, v->moved[k] + 2 + strlen(v->from));
+				view_put(v, v->moved[k][0], to);
+			}
+			drop_moved(v);
+		} else {
+			view_put(v, type, rel);
+			if ((e->mask & FSNW_MOVED_TO) && type == 'd')
+				view_scan(v, rel); /* moved in: the caller lists it */
+		}
+	}
+}
+
+int view_diff(const struct view *v)
+{
+	struct view disk;
+	int diffs = 0;
+
+	view_init(&disk, v->root);
+	for (int i = 0; i < v->n; i++) {
+		int k = 0;
+
+		while (k < disk.n && strcmp(disk.ents[k], v->ents[i]))
+			k++;
+		if (k == disk.n) {
+			fprintf(stderr, "  view has %s, the disk not\n", v->ents[i]);
+			diffs++;
+		}
+	}
+	for (int k = 0; k < disk.n; k++) {
+		int i = 0;
+
+		while (i < v->n && strcmp(disk.ents[k], v->ents[i]))
+			i++;
+		if (i == v->n) {
+			fprintf(stderr, "  the disk has %s, the view not\n", disk.ents[k]);
+			diffs++;
+		}
+	}
+	view_free(&disk);
+	return diffs;
+}
+
+void view_free(struct view *v)
+{
+	ents_free(v->ents, v->n);
+	drop_moved(v);
+	v->ents = NULL;
+	v->n = v->cap = 0;
+}
+

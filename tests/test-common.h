@@ -88,4 +88,29 @@ void pump(struct fsnw *w);
 /* Number of open file descriptors of this process. */
 int fd_count(void);
 
+/*
+ * What a caller knows of a tree from its events, the way fsnw-tree keeps
+ * it: creates and deletes, renames within the tree (a MOVED_FROM and its
+ * MOVED_TO), a directory moved in listed from disk, a rescan on overflow.
+ * Entries are "d rel/path" or "f rel/path", relative to the root. A test
+ * that compares it with the disk asserts what a tree promises, whatever
+ * events a backend uses to keep it.
+ */
+struct view {
+	char root[PATH_MAX];
+	char **ents;
+	int n, cap;
+	char **moved;      /* the entries of the last MOVED_FROM, until its MOVED_TO */
+	int nmoved;
+	uint32_t cookie;
+	char from[PATH_MAX];
+	int rescans;
+};
+/* Start from what the tree holds now. */
+void view_init(struct view *v, const char *root);
+void view_apply(struct view *v, const struct ev *evs, int n);
+/* Compare with the disk; prints and counts the differences. */
+int view_diff(const struct view *v);
+void view_free(struct view *v);
+
 #endif

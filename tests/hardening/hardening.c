@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -172,4 +173,43 @@ bool userns_available(void)
 	if (waitpid(pid, &status, 0) != pid)
 		return false;
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+struct fsnw_stats child_stats(struct fsnw *w)
+{
+	struct fsnw_stats st;
+
+	memset(&st, 0, sizeof(st));
+	st.size = sizeof(st);
+	CHILD_CHECK(fsnw_get_stats(w, &st) == 0, "fsnw_get_stats");
+	return st;
+}
+
+struct fsnw *child_open(uint32_t idle)
+{
+	struct fsnw_options o = { .size = sizeof(o), .backend = test_backend, .idle_watches = idle };
+	struct fsnw *w = NULL;
+	int ret = fsnw_open(&w, &o);
+
+	CHILD_CHECK(ret == 0, "fsnw_open: %s", strerror(-ret));
+	return w;
+}
+
+void child_touch(const char *dir, const char *name)
+{
+	char p[PATH_MAX + 256];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	CHILD_CHECK(fd >= 0, "create %s: %s", p, strerror(errno));
+	close(fd);
+}
+
+void child_mkdir(const char *dir, const char *name)
+{
+	char p[PATH_MAX + 256];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	CHILD_CHECK(mkdir(p, 0755) == 0, "mkdir %s: %s", p, strerror(errno));
 }

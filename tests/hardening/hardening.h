@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -64,5 +65,11 @@ void expect_child(int status, const char *what);
 
 /* Is unshare(CLONE_NEWUSER) possible here (tried in a throwaway child)? */
 bool userns_available(void);
+
+/* Helpers for children; they exit through CHILD_CHECK on failure. */
+struct fsnw *child_open(uint32_t idle);          /* on the test backend */
+struct fsnw_stats child_stats(struct fsnw *w);
+void child_touch(const char *dir, const char *name);
+void child_mkdir(const char *dir, const char *name);
 
 #endif

@@ -58,16 +58,6 @@ static void child_dump(int n)
 			cevs[i].mask, cevs[i].path, cevs[i].name);
 }
 
-static struct fsnw_stats child_stats(struct fsnw *w)
-{
-	struct fsnw_stats st;
-
-	memset(&st, 0, sizeof(st));
-	st.size = sizeof(st);
-	CHILD_CHECK(fsnw_get_stats(w, &st) == 0, "fsnw_get_stats");
-	return st;
-}
-
 /* Counts agree with each other and with the marks the kernel holds. */
 static void child_consistent(struct fsnw *w, uint64_t logical, uint64_t kernel)
 {
@@ -80,35 +70,6 @@ static void child_consistent(struct fsnw *w, uint64_t logical, uint64_t kernel)
 		    (unsigned long long)st.kernel_watches, (unsigned long long)kernel);
 	CHILD_CHECK(marks == (int)kernel, "the kernel holds %d marks, stats say %llu", marks,
 		    (unsigned long long)kernel);
-}
-
-static struct fsnw *child_open(uint32_t idle)
-{
-	struct fsnw_options o = { .size = sizeof(o), .backend = test_backend, .idle_watches = idle };
-	struct fsnw *w = NULL;
-	int ret = fsnw_open(&w, &o);
-
-	CHILD_CHECK(ret == 0, "fsnw_open: %s", strerror(-ret));
-	return w;
-}
-
-static void child_touch(const char *dir, const char *name)
-{
-	char p[PATH_MAX + 256];
-	int fd;
-
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	CHILD_CHECK(fd >= 0, "create %s: %s", p, strerror(errno));
-	close(fd);
-}
-
-static void child_mkdir(const char *dir, const char *name)
-{
-	char p[PATH_MAX + 256];
-
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	CHILD_CHECK(mkdir(p, 0755) == 0, "mkdir %s: %s", p, strerror(errno));
 }
 
 /* Every event is for one of the live wids (0 only for an overflow). */
