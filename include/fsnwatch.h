@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 #define FSNW_VERSION_MAJOR 0
-#define FSNW_VERSION_MINOR 1
+#define FSNW_VERSION_MINOR 2
 
 struct fsnw; /* an opaque watcher handle */
 
