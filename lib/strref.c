@@ -4,6 +4,17 @@
 #include "mem.h"
 #include "strref.h"
 
+/* A string of refs 1 holding s, in p (room for it checked by the caller). */
+static struct strref *fill(struct strref *p, struct strpool *pool, const char *s, size_t len)
+{
+	p->refs = 1;
+	p->len = (uint32_t)len;
+	p->pool = pool;
+	memcpy(p->s, s, len);
+	p->s[len] = '\0';
+	return p;
+}
+
 struct strref *strref_new(const char *s, size_t len)
 {
 	struct strref *p;
@@ -11,14 +22,7 @@ struct strref *strref_new(const char *s, size_t len)
 	if (len > UINT32_MAX - 1)
 		return NULL;
 	p = mem_alloc(sizeof(*p) + len + 1);
-	if (!p)
-		return NULL;
-	p->refs = 1;
-	p->len = (uint32_t)len;
-	p->pool = NULL;
-	memcpy(p->s, s, len);
-	p->s[len] = '\0';
-	return p;
+	return p ? fill(p, NULL, s, len) : NULL;
 }
 
 /* The size class of a string of len bytes, or -1 when it fits none. */
@@ -49,12 +53,7 @@ struct strref *strref_new_in(struct strpool *pool, const char *s, size_t len)
 		if (!p)
 			return NULL;
 	}
-	p->refs = 1;
-	p->len = (uint32_t)len;
-	p->pool = pool;
-	memcpy(p->s, s, len);
-	p->s[len] = '\0';
-	return p;
+	return fill(p, pool, s, len);
 }
 
 static void pool_put(struct strpool *pool, struct strref *p)
