@@ -269,7 +269,8 @@ static int setup(struct tree *t, const struct fsnw_options *fo)
 		fprintf(stderr, "fsnw-tree: walking %s: %s\n", t->v.root, strerror(-ret));
 		return -1;
 	}
-	fprintf(stderr, "fsnw-tree: watching %s (%zu entries)\n", t->v.root, t->v.view.count);
+	fprintf(stderr, "fsnw-tree: watching %s (%zu entries)\n", t->v.root,
+		snap_count(&t->v.view));
 	return 0;
 }
 
@@ -281,7 +282,6 @@ int main(int argc, char **argv)
 	bool walked = false;
 
 	snap_init(&t.v.view);
-	snap_init(&t.v.moved);
 	ret = parse_opts(argc, argv, &t, &fo);
 	if (ret > 0)
 		status = 0;
