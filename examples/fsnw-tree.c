@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "eventfmt.h"
+#include "signals.h"
 #include "tree-view.h"
 
 #define READ_MAX 256
@@ -239,10 +240,13 @@ static int setup(struct tree *t, const struct fsnw_options *fo)
 	sigaddset(&set, SIGUSR1);
 	sigaddset(&set, SIGUSR2);
 	/* Blocked, they wait in the signalfd for the loop to take them. */
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	t->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	t->sfd = signals_open(&set);
+	if (t->sfd < 0) {
+		fprintf(stderr, "fsnw-tree: setting up signals: %s\n", strerror(-t->sfd));
+		return -1;
+	}
 	t->ep = epoll_create1(EPOLL_CLOEXEC);
-	if (t->sfd < 0 || t->ep < 0 || epoll_add(t->ep, t->sfd) < 0) {
+	if (t->ep < 0 || epoll_add(t->ep, t->sfd) < 0) {
 		fprintf(stderr, "fsnw-tree: setting up the loop: %s\n", strerror(errno));
 		return -1;
 	}

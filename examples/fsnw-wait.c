@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "eventfmt.h"
+#include "signals.h"
 #include "wait-print.h"
 #include "wait.h"
 
@@ -254,17 +255,12 @@ static void print_stats(const struct fsnw *w)
 
 static int block_signals(sigset_t *set)
 {
-	int fd;
-
 	sigemptyset(set);
 	sigaddset(set, SIGINT);
 	sigaddset(set, SIGTERM);
 	sigaddset(set, SIGHUP);
 	/* Blocked, they wait in the signalfd: no work in handlers, no races. */
-	if (sigprocmask(SIG_BLOCK, set, NULL) < 0)
-		return -errno;
-	fd = signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
-	return fd < 0 ? -errno : fd;
+	return signals_open(set);
 }
 
 static void release(struct wait_state *s)
