@@ -401,9 +401,12 @@ static int walk_dir(struct snap_dir *d, int rootfd, char *buf, size_t len)
 			type = snap_type_at(rootfd, buf);
 		buf[len] = '\0';
 		n = insert(d, de->d_name, strlen(de->d_name), type);
-		if (!n)
+		if (!n) {
 			ret = -ENOMEM;
-		else if (d->count++, type == 'd')
+			break;
+		}
+		d->count++;
+		if (type == 'd')
 			ret = nodes_push(&subdirs, n);
 	}
 	if (ret == 0 && errno && errno != ENOENT)
@@ -411,8 +414,9 @@ static int walk_dir(struct snap_dir *d, int rootfd, char *buf, size_t len)
 	closedir(dir);
 	for (size_t i = 0; ret == 0 && i < subdirs.n; i++) {
 		struct snap_node *n = subdirs.v[i];
+		size_t sub = path_push(buf, len, n->name); /* fits: it did above */
 
-		ret = walk_dir(&n->below, rootfd, buf, path_push(buf, len, n->name));
+		ret = sub ? walk_dir(&n->below, rootfd, buf, sub) : -ENAMETOOLONG;
 		buf[len] = '\0';
 		d->count += n->below.count;
 	}
