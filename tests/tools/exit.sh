@@ -117,4 +117,14 @@ expect 2 '' -qq -m -t 0.2 "$W"
 
 # --stats: the handle's JSON on stderr at exit, whatever the exit.
 expect 2 '^\{"backend":"inotify",.*"logical_watches":1,' --stats -q -t 0.2 --backend inotify "$W"
+# -I and -F choose the backend, as fsnotifywait's do; -S is refused.
+expect 2 '^\{"backend":"inotify",' --stats -q -t 0.2 -I "$W"
+"$FSNW_WAIT" -F --stats -q -t 0.2 "$W" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+case $rc in
+2) grep -q '^{"backend":"fanotify",' "$TMP/err" || fail "-F: $(cat "$TMP/err")" ;;
+1) grep -q "^Couldn't open a watcher (fanotify): " "$TMP/err" || fail "-F: $(cat "$TMP/err")" ;;
+*) fail "-F: exit $rc" ;;
+esac
+expect 1 '^-S \(--filesystem\) is not supported' -S "$W"
 echo "exit statuses and messages as documented"
