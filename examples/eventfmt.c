@@ -78,24 +78,41 @@ int evnames_parse(const char *list, uint32_t *mask, const char **bad, size_t *ba
 	return 0;
 }
 
-int evnames_print(FILE *f, uint32_t mask, char sep)
+size_t evnames_format(char *buf, size_t size, uint32_t mask, char sep)
 {
-	int n = 0;
+	size_t len = 0;
 
+	/* Appends what fits, and counts it all, as snprintf(3) does. */
+#define PUT(s, n) do { \
+		if (len + (n) < size) \
+			memcpy(buf + len, s, n); \
+		len += (n); \
+	} while (0)
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
 		if (!(mask & names[i].bit))
 			continue;
-		if (n++)
-			fputc(sep, f);
-		fputs(names[i].name, f);
+		if (len)
+			PUT(&sep, 1);
+		PUT(names[i].name, strlen(names[i].name));
 		/* inotifywait follows the last close half with the pair's name:
 		 * CLOSE_WRITE,CLOSE. */
 		if ((names[i].bit & FSNW_CLOSE) && !(mask & FSNW_CLOSE & ~(names[i].bit * 2 - 1))) {
-			fputc(sep, f);
-			fputs("CLOSE", f);
+			PUT(&sep, 1);
+			PUT("CLOSE", 5);
 		}
 	}
-	return n;
+#undef PUT
+	if (size)
+		buf[len < size ? len : size - 1] = '\0';
+	return len;
+}
+
+void evnames_print(FILE *f, uint32_t mask, char sep)
+{
+	char buf[EVNAMES_MAX];
+	size_t len = evnames_format(buf, sizeof(buf), mask, sep);
+
+	fwrite(buf, 1, len < sizeof(buf) ? len : sizeof(buf) - 1, f);
 }
 
 /* Length of the valid UTF-8 sequence at s (1 to 4), or 0 when it is not one. */

@@ -7,6 +7,7 @@
 #define FSNW_EXAMPLES_EVENTFMT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -21,11 +22,14 @@
 int evnames_parse(const char *list, uint32_t *mask, const char **bad, size_t *badlen);
 
 /*
- * Print the names of the bits of mask, upper case, separated by sep, the way
- * inotifywait does: a close also prints CLOSE, FSNW_SYNTHETIC prints nothing
- * (JSON carries it). Returns the number of names printed.
+ * The names of the bits of mask, upper case, separated by sep, the way
+ * inotifywait prints them: a close also gives CLOSE, FSNW_SYNTHETIC gives
+ * nothing (JSON carries it). evnames_format writes what fits in buf and
+ * returns the whole length, as snprintf(3) does; EVNAMES_MAX always fits.
  */
-int evnames_print(FILE *f, uint32_t mask, char sep);
+#define EVNAMES_MAX 256
+size_t evnames_format(char *buf, size_t size, uint32_t mask, char sep);
+void evnames_print(FILE *f, uint32_t mask, char sep);
 
 /* Print s as a JSON string (null for NULL); a byte that is not UTF-8 becomes \udcXX. */
 void json_print_string(FILE *f, const char *s);

@@ -6,9 +6,10 @@
  * tree is walked again and the difference is printed as synthetic creates
  * and deletes, so whoever reads the lines has a right view again too.
  *
- * One epoll loop over the watcher's fd and a signalfd; no work in signal
- * handlers. SIGUSR1: statistics to stderr. SIGUSR2: the view to --dump (or
- * stderr). SIGINT, SIGTERM, SIGHUP: release everything and exit 0.
+ * One epoll loop over the watcher's fd, a signalfd and, with
+ * --stats-interval, a timerfd; no work in signal handlers. SIGUSR1 (and the
+ * timer): statistics to stderr. SIGUSR2: the view to --dump (or stderr).
+ * SIGINT, SIGTERM, SIGHUP: release everything and exit 0.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,10 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "eventfmt.h"
+#include "signals.h"
+#include "stats-report.h"
 #include "tree-view.h"
 
 #define READ_MAX 256
@@ -32,7 +36,8 @@ struct tree {
 	struct tree_view v;
 	struct fsnw *w;
 	const char *dump;      /* --dump FILE */
-	int ep, sfd;           /* the loop: the watcher's fd and a signalfd */
+	double interval;       /* --stats-interval, seconds; 0: none */
+	int ep, sfd, tfd;      /* the loop: the watcher's fd, a signalfd, a timerfd */
 };
 
 static void usage(FILE *f)
@@ -44,6 +49,7 @@ static void usage(FILE *f)
 	      "      --idle N       kernel watches kept parked for reuse\n"
 	      "      --backend B    auto, inotify or fanotify\n"
 	      "      --dump FILE    write the view to FILE on SIGUSR2 and on exit\n"
+	      "      --stats-interval S  statistics to stderr every S seconds\n"
 	      "  -h, --help         this text\n"
 	      "Signals: USR1 statistics to stderr, USR2 the view, INT/TERM/HUP exit.\n"
 	      "See fsnw-tree(1).\n",
@@ -76,16 +82,21 @@ static void dump_view(const struct tree *t)
 	}
 }
 
+static double seconds(struct timeval tv)
+{
+	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+/* The library's statistics, then ours: the view, the rescans, our CPU time. */
 static void print_stats(const struct tree *t)
 {
-	int len = fsnw_stats_json(t->w, NULL, 0);
-	char *buf = len >= 0 ? malloc((size_t)len + 1) : NULL;
+	struct rusage ru;
 
-	if (buf && fsnw_stats_json(t->w, buf, (size_t)len + 1) >= 0)
-		fprintf(stderr, "%s\n", buf);
-	else
-		fprintf(stderr, "fsnw-tree: statistics: %s\n", strerror(len < 0 ? -len : ENOMEM));
-	free(buf);
+	stats_report(t->w, stderr, "fsnw-tree");
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		memset(&ru, 0, sizeof(ru));
+	fprintf(stderr, "fsnw-tree: %zu entries, %zu rescans, CPU %.6f s user %.6f s system\n",
+		snap_count(&t->v.view), t->v.rescans, seconds(ru.ru_utime), seconds(ru.ru_stime));
 }
 
 /* Returns 0 to go on, 1 to stop. */
@@ -124,6 +135,11 @@ static int loop(struct tree *t)
 		if (ee.data.fd == t->sfd) {
 			if (handle_signal(t))
 				return 0;
+			continue;
+		}
+		if (ee.data.fd == t->tfd) {
+			stats_timer_ack(t->tfd);
+			print_stats(t);
 			continue;
 		}
 		n = fsnw_read(t->w, evs, READ_MAX, 0);
@@ -168,6 +184,7 @@ static int parse_opts(int argc, char **argv, struct tree *t, struct fsnw_options
 		{ "idle", required_argument, NULL, 'I' },
 		{ "backend", required_argument, NULL, 'B' },
 		{ "dump", required_argument, NULL, 'D' },
+		{ "stats-interval", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -196,6 +213,13 @@ static int parse_opts(int argc, char **argv, struct tree *t, struct fsnw_options
 			return -1;
 		case 'D':
 			t->dump = optarg;
+			break;
+		case 'S':
+			if (stats_interval_parse(optarg, &t->interval) < 0) {
+				fprintf(stderr, "fsnw-tree: '%s' is not a valid interval: seconds, "
+					"from 0.001 to 86400\n", optarg);
+				return -1;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -239,10 +263,22 @@ static int setup(struct tree *t, const struct fsnw_options *fo)
 	sigaddset(&set, SIGUSR1);
 	sigaddset(&set, SIGUSR2);
 	/* Blocked, they wait in the signalfd for the loop to take them. */
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	t->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	t->sfd = signals_open(&set);
+	if (t->sfd < 0) {
+		fprintf(stderr, "fsnw-tree: setting up signals: %s\n", strerror(-t->sfd));
+		return -1;
+	}
+	if (t->interval > 0) {
+		t->tfd = stats_timer_open(t->interval);
+		if (t->tfd < 0) {
+			fprintf(stderr, "fsnw-tree: setting up the timer: %s\n",
+				strerror(-t->tfd));
+			return -1;
+		}
+	}
 	t->ep = epoll_create1(EPOLL_CLOEXEC);
-	if (t->sfd < 0 || t->ep < 0 || epoll_add(t->ep, t->sfd) < 0) {
+	if (t->ep < 0 || epoll_add(t->ep, t->sfd) < 0 ||
+	    (t->tfd >= 0 && epoll_add(t->ep, t->tfd) < 0)) {
 		fprintf(stderr, "fsnw-tree: setting up the loop: %s\n", strerror(errno));
 		return -1;
 	}
@@ -269,19 +305,19 @@ static int setup(struct tree *t, const struct fsnw_options *fo)
 		fprintf(stderr, "fsnw-tree: walking %s: %s\n", t->v.root, strerror(-ret));
 		return -1;
 	}
-	fprintf(stderr, "fsnw-tree: watching %s (%zu entries)\n", t->v.root, t->v.view.count);
+	fprintf(stderr, "fsnw-tree: watching %s (%zu entries)\n", t->v.root,
+		snap_count(&t->v.view));
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	struct fsnw_options fo = { .size = sizeof(fo) };
-	struct tree t = { .ep = -1, .sfd = -1 };
+	struct tree t = { .ep = -1, .sfd = -1, .tfd = -1 };
 	int ret, status = 1;
 	bool walked = false;
 
 	snap_init(&t.v.view);
-	snap_init(&t.v.moved);
 	ret = parse_opts(argc, argv, &t, &fo);
 	if (ret > 0)
 		status = 0;
@@ -299,5 +335,7 @@ int main(int argc, char **argv)
 		close(t.ep);
 	if (t.sfd >= 0)
 		close(t.sfd);
+	if (t.tfd >= 0)
+		close(t.tfd);
 	return status;
 }

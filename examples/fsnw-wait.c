@@ -2,7 +2,8 @@
 /*
  * fsnw-wait: wait for filesystem events, the way inotifywait does, on
  * libfsnwatch. Same options, same lines, same exit status, so scripts can
- * switch; and a little more: --json, --stats, --no-merge, --backend.
+ * switch; and a little more: --json, --stats, --stats-interval, --no-merge,
+ * --backend.
  */
 #include <errno.h>
 #include <math.h>
@@ -12,10 +13,15 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "eventfmt.h"
+#include "signals.h"
+#include "stats-report.h"
+#include "wait-filter.h"
+#include "wait-output.h"
 #include "wait-print.h"
 #include "wait.h"
 
@@ -36,8 +42,8 @@ static int open_watcher(struct wait_state *s)
 			    s->o.backend == FSNW_BACKEND_FANOTIFY ? " (fanotify)" : "";
 
 	if (ret < 0) {
-		fprintf(stderr, "Couldn't open a watcher%s: %s%s\n", which, strerror(-ret),
-			ret == -EMFILE ? " (see the sysctl fs.inotify.max_user_instances)" : "");
+		wait_say(s, "Couldn't open a watcher%s: %s%s\n", which, strerror(-ret),
+			 ret == -EMFILE ? " (see the sysctl fs.inotify.max_user_instances)" : "");
 		s->w = NULL;
 	}
 	return ret;
@@ -58,7 +64,7 @@ static int add_watches(struct wait_state *s)
 	int ok, ret = 0;
 
 	if (!items) {
-		fprintf(stderr, "fsnw-wait: %s\n", strerror(ENOMEM));
+		wait_say(s, "fsnw-wait: %s\n", strerror(ENOMEM));
 		return -ENOMEM;
 	}
 	if (!s->o.events)
@@ -79,7 +85,7 @@ static int add_watches(struct wait_state *s)
 	}
 	ok = fsnw_add_batch(s->w, items, s->nt, 0);
 	if (ok < 0) {
-		fprintf(stderr, "Couldn't add the watches: %s\n", strerror(-ok));
+		wait_say(s, "Couldn't add the watches: %s\n", strerror(-ok));
 		ret = ok;
 	}
 	for (size_t i = 0; ok >= 0 && i < s->nt; i++) {
@@ -87,13 +93,14 @@ static int add_watches(struct wait_state *s)
 		if (items[i].result >= 0)
 			continue;
 		ret = items[i].result;
-		if (ret == -ENOSPC)
-			fprintf(stderr, "Failed to watch %s; upper limit on inotify watches "
-				"reached!\nPlease increase the amount of inotify watches allowed "
-				"per user via `/proc/sys/fs/inotify/max_user_watches'.\n",
-				s->t[i].path);
-		else
-			fprintf(stderr, "Couldn't watch %s: %s\n", s->t[i].path, strerror(-ret));
+		if (ret == -ENOSPC) {
+			wait_say(s, "Failed to watch %s; upper limit on inotify watches "
+				 "reached!\n", s->t[i].path);
+			wait_say(s, "Please increase the amount of inotify watches allowed per "
+				 "user via `/proc/sys/fs/inotify/max_user_watches'.\n");
+		} else {
+			wait_say(s, "Couldn't watch %s: %s\n", s->t[i].path, strerror(-ret));
+		}
 	}
 	free(items);
 	if (ret == 0)
@@ -115,59 +122,35 @@ static bool wid_is_dir(void *arg, int wid)
 	return t && t->dir;
 }
 
-/* An @path given with -r: its events are not shown (see fsnw-wait(1)). */
-static bool excluded(const struct wait_state *s, const struct fsnw_event *ev)
-{
-	size_t plen = ev->path ? strlen(ev->path) : 0;
-
-	if (!s->o.recursive || !plen)
-		return false;
-	while (plen > 1 && ev->path[plen - 1] == '/')
-		plen--;
-	for (size_t i = 0; i < s->nexcl; i++) {
-		size_t len = strlen(s->excl[i]);
-
-		if (plen >= len && !memcmp(ev->path, s->excl[i], len) &&
-		    (plen == len || ev->path[len] == '/'))
-			return true;
-	}
-	return false;
-}
-
-static bool is_target(const struct wait_state *s, const char *path)
-{
-	for (size_t j = 0; j < s->nt; j++) {
-		size_t len = strlen(s->t[j].path);
-
-		while (len > 1 && s->t[j].path[len - 1] == '/')
-			len--;
-		if (strlen(path) == len && !memcmp(path, s->t[j].path, len))
-			return true;
-	}
-	return false;
-}
-
-/* inotifywait watches a path given both plain and with @. */
-static void drop_included_excludes(struct wait_state *s)
-{
-	size_t i = 0;
-
-	while (i < s->nexcl) {
-		if (is_target(s, s->excl[i])) {
-			free(s->excl[i]);
-			s->excl[i] = s->excl[--s->nexcl];
-		} else {
-			i++;
-		}
-	}
-}
-
 static int64_t now_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void print_stats(const struct wait_state *s)
+{
+	char *json;
+	int ret = stats_json(s->w, &json);
+
+	if (ret == 0)
+		wait_say(s, "%s\n", json);
+	else
+		wait_say(s, "Couldn't format the statistics: %s\n", strerror(-ret));
+	free(json);
+}
+
+/* Take a signal from the signalfd into *signo; false when there was none after all. */
+static bool take_signal(const struct wait_state *s, int *signo)
+{
+	struct signalfd_siginfo si;
+
+	if (read(s->sfd, &si, sizeof(si)) != sizeof(si))
+		return false;
+	*signo = (int)si.ssi_signo;
+	return true;
 }
 
 /* Returns the exit status; *signo is set when a signal ended the wait. */
@@ -182,9 +165,10 @@ static int run(struct wait_state *s, const struct wait_print *p, int *signo)
 	if (s->o.json)
 		shown |= FSNW_IGNORED | FSNW_UNMOUNT;
 	for (;;) {
-		struct pollfd pfd[2] = {
+		struct pollfd pfd[3] = {
 			{ .fd = fsnw_get_fd(s->w), .events = POLLIN },
 			{ .fd = s->sfd, .events = POLLIN },
+			{ .fd = s->tfd, .events = POLLIN }, /* -1: poll skips it */
 		};
 		int wait = -1, n, ret;
 		bool heard = false;
@@ -196,30 +180,28 @@ static int run(struct wait_state *s, const struct wait_print *p, int *signo)
 				return EXIT_TIMEOUT;
 			wait = left > 1000000 ? 1000000 : (int)left;
 		}
-		ret = poll(pfd, 2, wait);
+		ret = poll(pfd, 3, wait);
 		if (ret < 0 && errno != EINTR) {
-			fprintf(stderr, "poll: %s\n", strerror(errno));
+			wait_say(s, "poll: %s\n", strerror(errno));
 			return EXIT_ERROR;
 		}
 		if (ret <= 0)
 			continue;
-		if (pfd[1].revents) {
-			struct signalfd_siginfo si;
-
-			if (read(s->sfd, &si, sizeof(si)) == sizeof(si)) {
-				*signo = (int)si.ssi_signo;
-				return EXIT_EVENT;
-			}
+		if (pfd[1].revents && take_signal(s, signo))
+			return EXIT_EVENT;
+		if (pfd[2].revents) {
+			stats_timer_ack(s->tfd);
+			print_stats(s);
 		}
 		if (!pfd[0].revents)
 			continue;
 		n = fsnw_read(s->w, evs, READ_MAX, 0);
 		if (n < 0) {
-			fprintf(stderr, "Couldn't read events: %s\n", strerror(-n));
+			wait_say(s, "Couldn't read events: %s\n", strerror(-n));
 			return EXIT_ERROR;
 		}
 		for (int i = 0; i < n; i++) {
-			if (excluded(s, &evs[i]))
+			if (wait_filtered(s, p, &evs[i]))
 				continue;
 			heard = true;
 			if (s->o.quiet < 2 && (evs[i].mask & shown))
@@ -230,7 +212,7 @@ static int run(struct wait_state *s, const struct wait_print *p, int *signo)
 			}
 		}
 		if (fflush(stdout) == EOF) {
-			fprintf(stderr, "Couldn't write events: %s\n", strerror(errno));
+			wait_say(s, "Couldn't write events: %s\n", strerror(errno));
 			return EXIT_ERROR;
 		}
 		/* Like inotifywait, a monitor's timeout counts from the last event. */
@@ -239,88 +221,100 @@ static int run(struct wait_state *s, const struct wait_print *p, int *signo)
 	}
 }
 
-static void print_stats(const struct fsnw *w)
-{
-	int len = fsnw_stats_json(w, NULL, 0);
-	char *buf = len >= 0 ? malloc((size_t)len + 1) : NULL;
-
-	if (buf && fsnw_stats_json(w, buf, (size_t)len + 1) >= 0)
-		fprintf(stderr, "%s\n", buf);
-	else
-		fprintf(stderr, "Couldn't format the statistics: %s\n",
-			strerror(len < 0 ? -len : ENOMEM));
-	free(buf);
-}
-
 static int block_signals(sigset_t *set)
 {
-	int fd;
-
 	sigemptyset(set);
 	sigaddset(set, SIGINT);
 	sigaddset(set, SIGTERM);
 	sigaddset(set, SIGHUP);
 	/* Blocked, they wait in the signalfd: no work in handlers, no races. */
-	if (sigprocmask(SIG_BLOCK, set, NULL) < 0)
-		return -errno;
-	fd = signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
-	return fd < 0 ? -errno : fd;
+	return signals_open(set);
 }
 
 static void release(struct wait_state *s)
 {
 	fsnw_close(s->w);
+	wait_filter_fini(s);
 	wait_free_paths(s);
 	if (s->sfd >= 0)
 		close(s->sfd);
+	if (s->tfd >= 0)
+		close(s->tfd);
+}
+
+/* Signals, the statistics timer, the watcher and its watches. Returns 0 or -1. */
+static int set_up(struct wait_state *s)
+{
+	sigset_t set;
+
+	s->sfd = block_signals(&set);
+	if (s->sfd < 0) {
+		wait_say(s, "Couldn't set up signals: %s\n", strerror(-s->sfd));
+		return -1;
+	}
+	if (s->o.stats_interval > 0) {
+		s->tfd = stats_timer_open(s->o.stats_interval);
+		if (s->tfd < 0) {
+			wait_say(s, "Couldn't set up the statistics timer: %s\n",
+				 strerror(-s->tfd));
+			return -1;
+		}
+	}
+	if (open_watcher(s) < 0)
+		return -1;
+	if (!s->o.quiet)
+		wait_say(s, s->o.recursive ? "Setting up watches.  Beware: since -r was given, "
+					     "this may take a while!\n"
+					   : "Setting up watches.\n");
+	if (add_watches(s) < 0)
+		return -1;
+	if (!s->o.quiet)
+		wait_say(s, "Watches established.\n");
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	struct wait_state s = { .sfd = -1 };
+	struct wait_state s = { .sfd = -1, .tfd = -1, .ready_fd = -1 };
 	struct wait_print p = { .format = WAIT_DEFAULT_FORMAT, .newline = true,
 				.wid_is_dir = wid_is_dir, .arg = &s };
 	int ret, status = EXIT_ERROR, signo = 0;
-	sigset_t set;
 
 	ret = wait_parse_opts(&s, argc, argv);
 	if (ret)
 		goto out;
 	s.wanted = s.o.events ? s.o.events : FSNW_ALL_EVENTS;
 	p.json = s.o.json;
+	p.csv = s.o.csv;
 	p.timefmt = s.o.timefmt;
 	if (s.o.format) {
 		p.format = s.o.format;
 		p.newline = !s.o.no_newline;
 	}
-	if (wait_format_check(&p) < 0)
+	/* What can be wrong with the command line is said before -d detaches. */
+	if (wait_filter_init(&s) < 0 || wait_format_check(&p) < 0 || wait_output_open(&s) < 0)
 		goto out;
-	drop_included_excludes(&s);
-	s.sfd = block_signals(&set);
-	if (s.sfd < 0) {
-		fprintf(stderr, "Couldn't set up signals: %s\n", strerror(-s.sfd));
+	wait_output_syslog(&s);
+	if (set_up(&s) < 0)
 		goto out;
-	}
-	if (open_watcher(&s) < 0)
-		goto out;
-	if (!s.o.quiet)
-		fprintf(stderr, s.o.recursive ? "Setting up watches.  Beware: since -r was "
-						"given, this may take a while!\n"
-					      : "Setting up watches.\n");
-	if (add_watches(&s) < 0)
-		goto out;
-	if (!s.o.quiet)
-		fprintf(stderr, "Watches established.\n");
+	wait_output_ready(&s, 0);
 	status = run(&s, &p, &signo);
 out:
+	wait_output_ready(&s, 1);
 	/* Also after a failed add: the counters say how far it went. */
 	if (s.o.stats && s.w)
-		print_stats(s.w);
+		print_stats(&s);
 	release(&s);
+	if (s.o.syslog)
+		closelog();
 	if (ret > 0)
 		return EXIT_EVENT;
 	/* Waiting for one event, a signal ends us as it ends inotifywait. */
 	if (signo && !s.o.monitor) {
+		sigset_t set;
+
+		sigemptyset(&set);
+		sigaddset(&set, signo);
 		signal(signo, SIG_DFL);
 		sigprocmask(SIG_UNBLOCK, &set, NULL);
 		raise(signo);

@@ -90,21 +90,21 @@ struct rescan {
 };
 
 /* Print a change the rescan found as an event of the tree's watch. */
-static void print_change(void *arg, const struct snap_entry *e, bool created)
+static void print_change(void *arg, const char *path, char type, bool created)
 {
 	struct rescan *r = arg;
-	const char *slash = strrchr(e->path, '/');
+	const char *slash = strrchr(path, '/');
 	char dir[PATH_MAX];
 	struct fsnw_event ev = {
 		.wid = r->t->wid,
 		.mask = (created ? FSNW_CREATE : FSNW_DELETE) | FSNW_SYNTHETIC |
-			(e->type == 'd' ? FSNW_ISDIR : 0),
+			(type == 'd' ? FSNW_ISDIR : 0),
 		.count = 1,
 		.path = dir,
-		.name = slash ? slash + 1 : e->path,
+		.name = slash ? slash + 1 : path,
 	};
 
-	if (full_path(r->t, e->path, slash ? (size_t)(slash - e->path) : 0, dir) < 0)
+	if (full_path(r->t, path, slash ? (size_t)(slash - path) : 0, dir) < 0)
 		return;
 	json_print_event_open(stdout, &ev);
 	fputs(",\"rescan\":true}\n", stdout);
@@ -121,21 +121,19 @@ static void print_change(void *arg, const struct snap_entry *e, bool created)
  */
 static int rescan(struct tree_view *t, const char *rel, const char *why)
 {
-	struct snapshot old, fresh;
 	struct rescan r = { .t = t };
+	struct snapshot fresh;
 	int ret;
 
-	snap_init(&old);
 	snap_init(&fresh);
-	ret = snap_extract(&t->view, rel, true, &old);
+	ret = walk(t, &fresh, rel);
 	if (ret == 0)
-		ret = walk(t, &fresh, rel);
+		ret = snap_diff_below(&t->view, rel, &fresh, print_change, &r);
 	if (ret == 0)
-		ret = snap_diff(&old, &fresh, print_change, &r);
-	if (ret == 0)
-		ret = snap_move(&t->view, &fresh, "", "");
-	snap_fini(&old);
+		ret = snap_replace_below(&t->view, rel, &fresh);
 	snap_fini(&fresh);
+	if (why)
+		t->rescans++;
 	if (ret < 0)
 		fprintf(stderr, "fsnw-tree: rescan of %s: %s\n", *rel ? rel : t->root,
 			strerror(-ret));
@@ -147,9 +145,8 @@ static int rescan(struct tree_view *t, const char *rel, const char *why)
 
 void tree_view_forget_moved(struct tree_view *t)
 {
-	snap_fini(&t->moved);
-	free(t->moved_path);
-	t->moved_path = NULL;
+	snap_node_free(t->moved);
+	t->moved = NULL;
 	t->moved_cookie = 0;
 }
 
@@ -180,18 +177,18 @@ static int apply_change(struct tree_view *t, const struct fsnw_event *ev, const 
 		/* A new directory's content comes as (synthetic) creates of its own. */
 		return snap_put(&t->view, rel, dir ? 'd' : type_at(t, rel));
 	if (ev->mask & FSNW_DELETE)
-		return snap_extract(&t->view, rel, false, NULL);
+		return snap_remove(&t->view, rel);
 	if (ev->mask & FSNW_MOVED_FROM) {
 		tree_view_forget_moved(t);
-		ret = snap_extract(&t->view, rel, false, &t->moved);
-		t->moved_path = strdup(rel);
-		t->moved_cookie = t->moved_path ? ev->cookie : 0;
+		ret = snap_detach(&t->view, rel, &t->moved);
+		t->moved_cookie = t->moved ? ev->cookie : 0;
 		return ret;
 	}
 	if (!(ev->mask & FSNW_MOVED_TO))
 		return 0;
 	if (ev->cookie && ev->cookie == t->moved_cookie) {
-		ret = snap_move(&t->view, &t->moved, t->moved_path, rel);
+		ret = snap_attach(&t->view, rel, t->moved);
+		t->moved = NULL;
 		tree_view_forget_moved(t);
 		return ret;
 	}

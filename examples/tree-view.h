@@ -20,9 +20,9 @@ struct tree_view {
 	struct snapshot view;
 	/* The last entry moved away, kept until its MOVED_TO (same cookie) says
 	 * where it went: a rename within the tree keeps its subtree. */
-	struct snapshot moved;
+	struct snap_node *moved;
 	uint32_t moved_cookie;
-	char *moved_path;
+	size_t rescans;        /* of the whole tree, for the statistics */
 };
 
 /*

@@ -6,18 +6,22 @@
 #include "wait-print.h"
 
 /* %w: inotifywait shows a watched directory with a trailing slash. */
+static bool slash_after_watched(const struct wait_print *p, const struct fsnw_event *ev)
+{
+	size_t len = strlen(ev->path);
+
+	if (len && ev->path[len - 1] == '/')
+		return false;
+	/* Only a directory has named entries; otherwise ask who added the watch. */
+	return ev->name || (p->wid_is_dir && p->wid_is_dir(p->arg, ev->wid));
+}
+
 static void print_watched(const struct wait_print *p, FILE *f, const struct fsnw_event *ev)
 {
-	size_t len;
-	bool dir;
-
 	if (!ev->path)
 		return; /* FSNW_OVERFLOW belongs to no watch */
-	len = strlen(ev->path);
 	fputs(ev->path, f);
-	/* Only a directory has named entries; otherwise ask who added the watch. */
-	dir = ev->name || (p->wid_is_dir && p->wid_is_dir(p->arg, ev->wid));
-	if (dir && (len == 0 || ev->path[len - 1] != '/'))
+	if (slash_after_watched(p, ev))
 		fputc('/', f);
 }
 
@@ -94,6 +98,60 @@ static void print_format(const struct wait_print *p, FILE *f, const struct fsnw_
 	}
 }
 
+/*
+ * inotifywait's CSV field, here the text a then b: quoted when it holds a
+ * quote, a comma or a newline, or starts or ends with a space; a quote
+ * inside is doubled. An empty field is nothing at all.
+ */
+static void print_csv_field(FILE *f, const char *a, size_t alen, const char *b, size_t blen)
+{
+	const char *part[2] = { a, b };
+	size_t len[2] = { alen, blen };
+	char first = alen ? a[0] : blen ? b[0] : '\0';
+	char last = blen ? b[blen - 1] : alen ? a[alen - 1] : '\0';
+	bool quote = first == ' ' || last == ' ';
+
+	if (!alen && !blen)
+		return;
+	for (int i = 0; i < 2; i++)
+		quote = quote || memchr(part[i], '"', len[i]) || memchr(part[i], ',', len[i]) ||
+			memchr(part[i], '\n', len[i]);
+	if (!quote) {
+		fwrite(a, 1, alen, f);
+		fwrite(b, 1, blen, f);
+		return;
+	}
+	fputc('"', f);
+	for (int i = 0; i < 2; i++) {
+		for (size_t j = 0; j < len[i]; j++) {
+			if (part[i][j] == '"')
+				fputc('"', f);
+			fputc(part[i][j], f);
+		}
+	}
+	fputc('"', f);
+}
+
+/* WATCHED,EVENTS,NAME; WATCHED and its comma are left out when empty, as by inotifywait. */
+static void print_csv(const struct wait_print *p, FILE *f, const struct fsnw_event *ev)
+{
+	char events[EVNAMES_MAX];
+	size_t len;
+
+	if (ev->path && ev->path[0]) {
+		bool slash = slash_after_watched(p, ev);
+
+		print_csv_field(f, ev->path, strlen(ev->path), "/", slash);
+		fputc(',', f);
+	}
+	len = evnames_format(events, sizeof(events), ev->mask, ',');
+	print_csv_field(f, events, len, "", 0);
+	fputc(',', f);
+	if (ev->name)
+		print_csv_field(f, ev->name, strlen(ev->name), "", 0);
+	fputc('\n', f);
+}
+
 void wait_print_event(const struct wait_print *p, FILE *f, const struct fsnw_event *ev)
 {
 	if (p->json) {
@@ -101,9 +159,30 @@ void wait_print_event(const struct wait_print *p, FILE *f, const struct fsnw_eve
 		fputs("}\n", f);
 		return;
 	}
+	if (p->csv) {
+		print_csv(p, f, ev);
+		return;
+	}
 	print_format(p, f, ev);
 	if (p->newline)
 		fputc('\n', f);
+}
+
+size_t wait_print_watched_name(const struct wait_print *p, const struct fsnw_event *ev,
+			       char *buf, size_t size)
+{
+	size_t plen = ev->path ? strlen(ev->path) : 0;
+	size_t slash = ev->path && slash_after_watched(p, ev);
+	size_t nlen = ev->name ? strlen(ev->name) : 0;
+	size_t len = plen + slash + nlen;
+
+	if (len < size) {
+		memcpy(buf, ev->path ? ev->path : "", plen);
+		memcpy(buf + plen, "/", slash);
+		memcpy(buf + plen + slash, ev->name ? ev->name : "", nlen);
+		buf[len] = '\0';
+	}
+	return len;
 }
 
 int wait_format_check(const struct wait_print *p)

@@ -1,44 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # The same file operations under inotifywait -m and fsnw-wait -m --no-merge
-# print the same lines, in the same order, on stdout and on stderr.
-#
-# Ordering is kept deterministic: both watchers are established before the
-# first operation; a marker file (sync) is created wherever the next step
-# needs both to have caught up (a new directory must be watched before
-# anything is made in it); no operation makes two identical events in a row,
-# which the kernel may or may not merge depending on when each reader reads.
+# print the same lines, in the same order, on stdout and on stderr (see
+# run_pair in lib.sh for how the order is kept deterministic).
 . "$(dirname "$0")/lib.sh"
 
 command -v inotifywait >/dev/null || skip "inotifywait (inotify-tools) is not installed"
-
-# run_pair NAME ARGS...: start both watchers with ARGS.
-run_pair() {
-	PAIR=$1
-	shift
-	start IW "$TMP/$PAIR.iw.out" "$TMP/$PAIR.iw.err" inotifywait -m "$@"
-	start FW "$TMP/$PAIR.fw.out" "$TMP/$PAIR.fw.err" "$FSNW_WAIT" -m --no-merge "$@"
-	wait_for "$TMP/$PAIR.iw.err" '^Watches established\.$'
-	wait_for "$TMP/$PAIR.fw.err" '^Watches established\.$'
-}
-
-# sync NAME [ERE]: create NAME in the watched root; wait until both
-# watchers have printed its last event (a line matching ERE).
-sync() {
-	local re=${2:-"CLOSE_WRITE,CLOSE $1\$"}
-	touch "$W/$1"
-	wait_for "$TMP/$PAIR.iw.out" "$re"
-	wait_for "$TMP/$PAIR.fw.out" "$re"
-}
-
-end_pair() {
-	stop "$FW" || fail "$PAIR: fsnw-wait -m exited $? on SIGTERM"
-	stop "$IW"
-	diff -u "$TMP/$PAIR.iw.err" "$TMP/$PAIR.fw.err" || fail "$PAIR: stderr differs"
-	diff -u "$TMP/$PAIR.iw.out" "$TMP/$PAIR.fw.out" || fail "$PAIR: events differ"
-	[ -s "$TMP/$PAIR.fw.out" ] || fail "$PAIR: no events at all"
-	echo "$PAIR: $(wc -l <"$TMP/$PAIR.fw.out") identical lines"
-}
 
 # 1. A directory and a file in it, every event, the default line.
 W=$TMP/flat

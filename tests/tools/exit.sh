@@ -54,9 +54,13 @@ rc=$?
 [ "$rc" = 1 ] || fail "watch gone: exit $rc, wanted 1"
 [ -s "$TMP/gone.out" ] && fail "watch gone printed $(cat "$TMP/gone.out")"
 
+# A shell starts a background job with SIGINT ignored; env puts it back.
+env --default-signal=INT true 2>/dev/null || skip "env --default-signal (coreutils 8.31) is needed"
+DFL=(env --default-signal=INT)
+
 # A monitor stays through events and ends with 0 on SIGTERM, SIGINT, SIGHUP.
 for sig in TERM INT HUP; do
-	start FW "$TMP/mon.out" "$TMP/mon.err" "$FSNW_WAIT" -m "$W"
+	start FW "$TMP/mon.out" "$TMP/mon.err" "${DFL[@]}" "$FSNW_WAIT" -m "$W"
 	wait_for "$TMP/mon.err" '^Watches established\.$'
 	touch "$W/m-$sig"
 	wait_for "$TMP/mon.out" "CLOSE_WRITE,CLOSE m-$sig\$"
@@ -64,11 +68,37 @@ for sig in TERM INT HUP; do
 done
 
 # A single wait dies of SIGINT, as inotifywait would.
-start FW "$TMP/int.out" "$TMP/int.err" "$FSNW_WAIT" "$W"
+start FW "$TMP/int.out" "$TMP/int.err" "${DFL[@]}" "$FSNW_WAIT" "$W"
 wait_for "$TMP/int.err" '^Watches established\.$'
 stop "$FW" INT
 rc=$?
 [ "$rc" = 130 ] || fail "single wait: exit $rc on SIGINT, wanted 130 (killed by it)"
+
+# A signal the tools were started with ignored stays ignored, as with
+# inotifywait: SIGINT for a job started with & (here), SIGHUP under nohup.
+# They go on, and still print what comes after it (only closes: the
+# watchers would see each other read the directory).
+command -v inotifywait >/dev/null && iw=(inotifywait) || iw=()
+start FW "$TMP/ign.out" "$TMP/ign.err" env --ignore-signal=HUP "$FSNW_WAIT" -m -e close_write "$W"
+start FT "$TMP/ignt.out" "$TMP/ignt.err" env --ignore-signal=HUP "$FSNW_TREE" "$W"
+((${#iw[@]})) && start IW "$TMP/igni.out" "$TMP/igni.err" env --ignore-signal=HUP "${iw[@]}" -m -e close_write "$W"
+wait_for "$TMP/ign.err" '^Watches established\.$'
+wait_for "$TMP/ignt.err" '^fsnw-tree: watching '
+((${#iw[@]})) && wait_for "$TMP/igni.err" '^Watches established\.$'
+for pid in "$FW" "$FT" ${IW:+"$IW"}; do
+	kill -INT "$pid"
+	kill -HUP "$pid"
+done
+touch "$W/after-ign"
+wait_for "$TMP/ign.out" "CLOSE_WRITE,CLOSE after-ign\$"
+wait_for "$TMP/ignt.out" '"name":"after-ign"'
+if ((${#iw[@]})); then
+	wait_for "$TMP/igni.out" "CLOSE_WRITE,CLOSE after-ign\$"
+	stop "$IW"
+	diff -u "$TMP/igni.out" "$TMP/ign.out" || fail "ignored signals: lines differ from inotifywait's"
+fi
+stop "$FW" || fail "ignored signals: fsnw-wait -m exit $? on SIGTERM"
+stop "$FT" || fail "ignored signals: fsnw-tree exit $? on SIGTERM"
 
 # -q: no setup messages; -qq: no events either, the status still says.
 # Nothing tells when a quiet wait is ready, so delete until it has seen one.
@@ -87,4 +117,14 @@ expect 2 '' -qq -m -t 0.2 "$W"
 
 # --stats: the handle's JSON on stderr at exit, whatever the exit.
 expect 2 '^\{"backend":"inotify",.*"logical_watches":1,' --stats -q -t 0.2 --backend inotify "$W"
+# -I and -F choose the backend, as fsnotifywait's do; -S is refused.
+expect 2 '^\{"backend":"inotify",' --stats -q -t 0.2 -I "$W"
+"$FSNW_WAIT" -F --stats -q -t 0.2 "$W" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+case $rc in
+2) grep -q '^{"backend":"fanotify",' "$TMP/err" || fail "-F: $(cat "$TMP/err")" ;;
+1) grep -q "^Couldn't open a watcher (fanotify): " "$TMP/err" || fail "-F: $(cat "$TMP/err")" ;;
+*) fail "-F: exit $rc" ;;
+esac
+expect 1 '^-S \(--filesystem\) is not supported' -S "$W"
 echo "exit statuses and messages as documented"

@@ -93,3 +93,43 @@ json_num() {
 real_tree() {
 	(cd "$1" && find . -mindepth 1 -printf '%y\t%P\n' | LC_ALL=C sort)
 }
+
+# Side by side with inotifywait: the same operations, the same lines.
+# Ordering is kept deterministic: both watchers are established before the
+# first operation; a marker file (sync) is created wherever the next step
+# needs both to have caught up (a new directory must be watched before
+# anything is made in it); no operation makes two identical events in a row,
+# which the kernel may or may not merge depending on when each reader reads.
+# The watched directory is $W.
+
+# run_pair NAME ARGS...: start both watchers with ARGS.
+run_pair() {
+	PAIR=$1
+	shift
+	start IW "$TMP/$PAIR.iw.out" "$TMP/$PAIR.iw.err" inotifywait -m "$@"
+	start FW "$TMP/$PAIR.fw.out" "$TMP/$PAIR.fw.err" "$FSNW_WAIT" -m --no-merge "$@"
+	wait_for "$TMP/$PAIR.iw.err" '^Watches established\.$'
+	wait_for "$TMP/$PAIR.fw.err" '^Watches established\.$'
+}
+
+# sync NAME [ERE]: create NAME in the watched root; wait until both
+# watchers have printed its last event (a line matching ERE) where their
+# lines go ($IW_LINES and $FW_LINES, stdout by default).
+sync() {
+	local re=${2:-"CLOSE_WRITE,CLOSE $1\$"}
+	touch "$W/$1"
+	wait_for "${IW_LINES:-$TMP/$PAIR.iw.out}" "$re"
+	wait_for "${FW_LINES:-$TMP/$PAIR.fw.out}" "$re"
+}
+
+# end_pair: stop both; stderr and the lines must be byte for byte the same.
+end_pair() {
+	local iw=${IW_LINES:-$TMP/$PAIR.iw.out} fw=${FW_LINES:-$TMP/$PAIR.fw.out}
+	stop "$FW" || fail "$PAIR: fsnw-wait -m exited $? on SIGTERM"
+	stop "$IW"
+	diff -u "$TMP/$PAIR.iw.err" "$TMP/$PAIR.fw.err" || fail "$PAIR: stderr differs"
+	cmp -s "$iw" "$fw" || { diff -u "$iw" "$fw"; fail "$PAIR: events differ"; }
+	[ -s "$fw" ] || fail "$PAIR: no events at all"
+	echo "$PAIR: $(wc -l <"$fw") identical lines"
+}
+

@@ -26,6 +26,7 @@ check() {
 	wait_for "$TMP/view" "	\\.sync$NSYNC\$"
 	real_tree "$W" >"$TMP/real"
 	LC_ALL=C sort "$TMP/view" | diff -u "$TMP/real" - || fail "$1: the view is not the tree"
+	LC_ALL=C sort -c -t "$(printf '\t')" -k 2 "$TMP/view" || fail "$1: the dump is not sorted by path"
 	echo "$1: view of $(wc -l <"$TMP/real") entries matches"
 }
 

@@ -66,6 +66,18 @@ stop "$FW"
 vg_check fsnw-wait-monitor $?
 wait_for "$TMP/wait.err" '"logical_watches":1'
 
+# fsnw-wait: CSV to an output file, a regular expression, statistics on a timer.
+vg fsnw-wait-csv "$FSNW_WAIT" -m -r -c --exclude 'skip' --stats-interval 0.05 \
+	-o "$TMP/csv.out" "$W"
+start FW "$TMP/csv.stdout" "$TMP/csv.err" "${VG[@]}"
+wait_for "$TMP/csv.err" '^Watches established\.$'
+wait_for "$TMP/csv.err" '"logical_watches":1'
+touch "$W/skip" "$W/a,b"
+wait_for "$TMP/csv.out" '"CLOSE_WRITE,CLOSE","a,b"$'
+stop "$FW"
+vg_check fsnw-wait-csv $?
+grep -q skip "$TMP/csv.out" && fail "fsnw-wait-csv: --exclude let skip through"
+
 # fsnw-wait: one event, then out; and an error path.
 vg fsnw-wait-one "$FSNW_WAIT" --format '%T %w%f %e %c %i %k' --timefmt %s "$W"
 start FW "$TMP/one.out" "$TMP/one.err" "${VG[@]}"

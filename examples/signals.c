@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stddef.h>
+#include <sys/signalfd.h>
+
+#include "signals.h"
+
+int signals_open(sigset_t *set)
+{
+	int fd;
+
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+
+		if (sigismember(set, sig) == 1 && sigaction(sig, NULL, &sa) == 0 &&
+		    sa.sa_handler == SIG_IGN)
+			sigdelset(set, sig);
+	}
+	if (sigprocmask(SIG_BLOCK, set, NULL) < 0)
+		return -errno;
+	fd = signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
+	return fd < 0 ? -errno : fd;
+}
