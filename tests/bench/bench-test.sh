@@ -72,45 +72,71 @@ tiny() {
 case "$case_" in
 report-seeds)
 	# The seeds' published medians give the seeds' published percentages.
-	run report "$fixtures/seed000-parentA.csv" "$fixtures/seed000-child.csv" \
-		"$fixtures/seed000-parentB.csv" || fail "report exited $?"
+	f=$fixtures
+	run report "$f/seed000-parentA.csv" "$f/seed000-child.csv" "$f/seed000-parentB.csv" ||
+		fail "report exited $?"
 	has "$(row ' distinct  ')" 4182.614 4920.865 4274.895 +17.65% +15.11% 2.18% signal
 	has "$(row 'distinct/shared')" 0.248777 0.292725 0.240657 +17.67% +21.64% 3.32% signal
-	run report "$fixtures/seed001-7.0.14-A.csv" "$fixtures/seed001-7.1.3.csv" \
-		"$fixtures/seed001-7.0.14-B.csv" || fail "report exited $?"
+	# Seed 000's controls and shared topology did not move: a result, "no signal".
+	has "$(row ' shared  ')" 17352.42 -0.97% -3.39% 2.47% "no signal" "0.97% < 5%"
+	has "$(row ' update  ')" 390.677 +0.10% +0.15% "no signal"
+	has "$(row ' lookup  ')" 594.964 +0.08% -0.27% "no signal"
+	has "$(row 'add.remove')" 1126.821 +4.46% +3.39% "no signal" "4.46% < 5%"
+	has "$(row '^2 signals, 4 no signal, 0 gate misses')"
+	# The scaling sandwich: W16-SMT missed the CV gate with 15.006954% in the
+	# child, which must not read "15.0% > 15%".
+	run report "$f/seed000-scaling-parentA.csv" "$f/seed000-scaling-child.csv" \
+		"$f/seed000-scaling-parentB.csv" || fail "report exited $?"
+	has "$(row ' 16  distinct/shared')" "GATE MISS" "CV 15.01% > 15% in run 2" "(+19.22%)"
+	has "$(row ' 6  distinct  ')" +9.03% +9.56% signal
+	has "$(row ' 8  distinct/shared')" +17.62% +16.80% signal
+	case "$(row 'CV 15.0%')" in ?*) fail "a CV printed equal to the gate it missed" ;; esac
+	# Seed 001: six boots; every comparison of its table.
+	set -- "$f/seed001-7.0.14-A.csv" "$f/seed001-7.1.3.csv" "$f/seed001-parent-A.csv" \
+		"$f/seed001-child.csv" "$f/seed001-parent-B.csv" "$f/seed001-7.0.14-B.csv"
+	run report --controls 1,6 --candidate 2 "$@" || fail "report exited $?"
 	has "$(row flistxattr)" 218.202 336.14 217.007 +54.47% -0.55% signal
-	# --controls/--candidate pick the runs, in any order of the files.
-	run report --controls 1,3 --candidate 2 "$fixtures/seed001-7.0.14-A.csv" \
-		"$fixtures/seed001-7.1.3.csv" "$fixtures/seed001-7.0.14-B.csv" >/dev/null ||
-		fail "report --controls exited $?"
-	has "$(row flistxattr)" +54.47%
+	# The candidate may be the midpoint of two runs: parents vs 7.0.
+	run report --controls 1,6 --candidate 3,5 "$@" || fail "report --candidate 3,5 exited $?"
+	has "$(row flistxattr)" 325.3385 +49.51% signal
+	has "$(row '^candidate:')" "the midpoint of runs 3 and 5" "run 1 and run 6"
+	run report --controls 3,5 --candidate 4 "$@" || fail "report exited $?"
+	has "$(row flistxattr)" -35.93% -1.04% signal
+	run report --controls 1,6 --candidate 4 "$@" || fail "report exited $?"
+	has "$(row flistxattr)" -4.21% "no signal"
+	run report --candidate 2,3,4 "$@" >/dev/null 2>&1; [ $? -eq 2 ] ||
+		fail "three candidates: not a usage error"
+	# Without --controls: the first and last runs, each run between a candidate.
+	run report "$f/seed001-7.0.14-A.csv" "$f/seed001-7.1.3.csv" \
+		"$f/seed001-7.0.14-B.csv" || fail "report exited $?"
+	has "$(row flistxattr)" +54.47% signal
 	;;
 report-gates)
-	run report "$fixtures/seed000-parentA.csv" "$fixtures/seed000-child.csv" \
-		"$fixtures/seed000-parentB.csv" || fail "report exited $?"
-	# Drift of 7.69% between the parents: labelled, changes in parentheses.
-	has "$(row ' shared  ')" "GATE MISS" "drift 7.69% >= 5%" "(+0.20%)"
+	f=$fixtures
+	run report "$f/gates-A.csv" "$f/gates-C.csv" "$f/gates-B.csv" || fail "report exited $?"
+	# Drift of 7.69% between the controls: labelled, changes in parentheses.
+	has "$(row ' drifting ')" "GATE MISS" "drift 7.69% >= 5%" "(+0.20%)"
 	# CV of 30% in every run.
-	has "$(row 'update')" "GATE MISS" "CV 30.0% > 15%"
+	has "$(row ' noisy ')" "GATE MISS" "CV 30.0% > 15%"
 	# A round whose checks failed is never a result.
-	has "$(row 'distinct.add')" "GATE MISS" "checks failed in run 2"
-	case "$(row 'distinct.add')" in *signal*) fail "a failed run reported as a signal" ;; esac
-	# The gates are flags.
-	run report --max-cv 40 "$fixtures/seed000-parentA.csv" "$fixtures/seed000-child.csv" \
-		"$fixtures/seed000-parentB.csv" >/dev/null || fail "report exited $?"
-	has "$(row 'update')" "signal"
-	run report --min-change 20 "$fixtures/seed000-parentA.csv" \
-		"$fixtures/seed000-child.csv" "$fixtures/seed000-parentB.csv" >/dev/null ||
+	has "$(row ' failed ')" "GATE MISS" "checks failed in run 2"
+	case "$(row ' failed ')" in *signal*) fail "a failed run reported as a signal" ;; esac
+	has "$(row ' clean ')" +20.00% +18.81% signal
+	has "$(row '^1 signal, 0 no signal, 3 gate misses')"
+	# The gates are flags; a clean change below the threshold is "no signal".
+	run report --max-cv 40 "$f/gates-A.csv" "$f/gates-C.csv" "$f/gates-B.csv" >/dev/null ||
 		fail "report exited $?"
-	has "$(row ' distinct  ')" "GATE MISS" "change vs run 1 17.65% < 20%"
-	run report --max-drift 1 "$fixtures/seed000-parentA.csv" \
-		"$fixtures/seed000-child.csv" "$fixtures/seed000-parentB.csv" >/dev/null ||
-		fail "report exited $?"
-	has "$(row ' distinct  ')" "GATE MISS" "drift 2.18% >= 1%"
-	# Two runs: one control, so the drift is unknown and nothing is a signal.
-	run report "$fixtures/seed000-parentA.csv" "$fixtures/seed000-child.csv" >/dev/null ||
-		fail "report exited $?"
-	has "$(row ' distinct  ')" "GATE MISS" "drift unknown"
+	has "$(row ' noisy ')" "signal"
+	run report --min-change 19 "$f/gates-A.csv" "$f/gates-C.csv" "$f/gates-B.csv" \
+		>/dev/null || fail "report exited $?"
+	has "$(row ' clean ')" "no signal: change vs run 3 18.81% < 19%" +18.81%
+	case "$(row ' clean ')" in *"(+"*) fail "a no-signal change shown as a non-result" ;; esac
+	run report --max-drift 0.5 "$f/gates-A.csv" "$f/gates-C.csv" "$f/gates-B.csv" \
+		>/dev/null || fail "report exited $?"
+	has "$(row ' clean ')" "GATE MISS" "drift 1.00% >= 0.5%"
+	# Two runs: one control, so the drift is unknown and nothing is a result.
+	run report "$f/gates-A.csv" "$f/gates-C.csv" >/dev/null || fail "report exited $?"
+	has "$(row ' clean ')" "GATE MISS" "drift unknown"
 	;;
 csv)
 	run xattr --size tiny --quiet --csv "$tmp/run.csv" >/dev/null || fail "xattr exited $?"
