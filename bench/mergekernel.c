@@ -295,8 +295,7 @@ void merge_kernel(struct bench *b, long N, int warmup, int rounds)
 		bench_fail(b, kvariant[0], N, 0, "pipe: %s", strerror(errno));
 		return;
 	}
-	fflush(NULL);
-	pid = fork();
+	pid = bench_fork(b);
 	if (pid < 0) {
 		bench_fail(b, kvariant[0], N, 0, "fork: %s", strerror(errno));
 		close(p[0]);
@@ -304,7 +303,6 @@ void merge_kernel(struct bench *b, long N, int warmup, int rounds)
 		return;
 	}
 	if (pid == 0) {
-		bench_default_signals();
 		close(p[0]);
 		bench_pin_self(b, 0);
 		child(p[1], mnt, N, max, warmup, rounds, want);

@@ -161,7 +161,8 @@ csv)
 	grep -q '^churn,lib,.*,distinct,' "$tmp/run.csv" || fail "no churn lib rows"
 	for key in kernel_release boot_id cmdline cpus_online cpu_model fs_type fs_magic \
 		sysctl.fs.inotify.max_user_instances sysctl.fs.inotify.max_queued_events \
-		sysctl.fs.fanotify.max_queued_events compiler connector_probe connector_tracking; do
+		sysctl.fs.fanotify.max_queued_events compiler connector_probe connector_tracking \
+		oversubscribed; do
 		grep -q "^$key=" "$tmp/run.csv.env" || fail "environment record lacks $key"
 	done
 	grep -q '^fs_type=tmpfs$' "$tmp/run.csv.env" || echo "note: the test dir is not tmpfs" >&2
