@@ -255,12 +255,76 @@ quick-refuses)
 	has "$(row '^xattr flistxattr')" "NOT FILLED"
 	grep -q 'could not be filled' "$tmp/out" || fail "no summary line"
 	;;
-oversubscribed)
-	# More workers than CPUs is said in the output, never silently.
+churn-method)
+	# Seed 000's method: every round of raw is a process of its own with a
+	# fresh fixture, and its W workers meet at one barrier of their own;
+	# raw-warm keeps one fixture per topology, in one process, for the pass.
+	FSNW_BENCH_TRACE=$tmp/trace run churn --size tiny --quiet --groups 4 --workers 1,2 \
+		--warmup 1 --rounds 2 --variants raw,raw-warm --csv "$tmp/c.csv" >/dev/null ||
+		fail "churn exited $?"
+	for W in 1 2; do
+		grep "^churn: raw W=$W round" "$tmp/trace" >"$tmp/fresh"
+		[ "$(wc -l <"$tmp/fresh")" -eq 6 ] || fail "raw W=$W: not 3 rounds x 2 topologies"
+		grep -v ": fresh fixture " "$tmp/fresh" && fail "raw W=$W: a round without a fresh fixture"
+		grep -v "one barrier of $W workers\$" "$tmp/fresh" && fail "raw W=$W: the barrier"
+		[ "$(sed 's/.*fixture \([^ ]*\) .*/\1/' "$tmp/fresh" | sort -u | wc -l)" -eq 6 ] ||
+			fail "raw W=$W: a fixture was used twice"
+		[ "$(sed 's/.* in process \([0-9]*\),.*/\1/' "$tmp/fresh" | sort -u | wc -l)" -eq 6 ] ||
+			fail "raw W=$W: two rounds in one process"
+		grep "^churn: raw-warm W=$W round" "$tmp/trace" >"$tmp/warm"
+		[ "$(wc -l <"$tmp/warm")" -eq 6 ] || fail "raw-warm W=$W: not 6 rounds"
+		[ "$(sed 's/.*fixture \([^ ]*\) .*/\1/' "$tmp/warm" | sort -u | wc -l)" -eq 2 ] ||
+			fail "raw-warm W=$W: not one fixture per topology"
+		[ "$(sed 's/.* in process \([0-9]*\),.*/\1/' "$tmp/warm" | sort -u | wc -l)" -eq 1 ] ||
+			fail "raw-warm W=$W: not one process"
+	done
+	grep -q '^churn,raw-warm,.*,distinct\.remove,' "$tmp/c.csv" || fail "no raw-warm rows"
+	# The controls as the seed sets them up: one worker, the seed's masks, N calls.
+	FSNW_BENCH_TRACE=$tmp/trace2 run churn --size tiny --quiet --workers 1,2 \
+		--variants bulk-raw,bulk-lib,mask-update,path-lookup --control-calls 100 \
+		--csv "$tmp/k.csv" >/dev/null || fail "churn controls exited $?"
+	awk -F, '$2 == "mask-update" && ($4 != 1 || $6 != "update" || $8 != "ns/call") { bad = 1 }
+		$2 == "path-lookup" && ($4 != 1 || $6 != "lookup" || $8 != "ns/call") { bad = 1 }
+		$2 == "mask-update" { m++ } $2 == "path-lookup" { p++ }
+		END { exit bad || !m || !p }' "$tmp/k.csv" ||
+		fail "mask-update/path-lookup rows: $(grep -e mask-update -e path-lookup "$tmp/k.csv")"
+	grep -q '^churn: bulk-raw round 1: 64 fresh directories, mask IN_CREATE|IN_DELETE|IN_MOVED_FROM|IN_MOVED_TO$' \
+		"$tmp/trace2" || fail "bulk: not the seed's set-up"
+	;;
+seed-size)
+	# --size seed runs one worker per CPU, not the seed machine's 8.
+	cpus=$(nproc)
+	G=$cpus
+	[ "$G" -ge 8 ] || G=8
+	run churn --size seed --quiet --groups "$G" --variants raw --warmup 0 --rounds 1 \
+		--csv "$tmp/s.csv" >/dev/null || fail "churn --size seed exited $?"
+	ran=$(cut -d, -f4 "$tmp/s.csv" | sed 1d | sort -u | tr '\n' ' ')
+	[ "$ran" = "$cpus " ] || fail "--size seed on $cpus CPUs ran workers $ran"
+	run churn --size seed --quiet --groups 8 --variants raw --warmup 0 --rounds 1 \
+		--cpus 0 --csv "$tmp/s1.csv" >/dev/null || fail "churn --size seed --cpus 0 exited $?"
+	ran=$(cut -d, -f4 "$tmp/s1.csv" | sed 1d | sort -u | tr '\n' ' ')
+	[ "$ran" = "1 " ] || fail "--size seed --cpus 0 ran workers $ran"
+	has "$(row '^churn W=1: workers CPU 0, one per CPU')"
+	# A CPU list that does not hold a CPU per worker is refused, as the
+	# seed's reproducer refuses it...
+	run churn --size tiny --variants raw --cpus 0 --workers 1,2 >/dev/null 2>&1
+	[ $? -eq 2 ] || fail "2 workers on --cpus 0: not refused"
+	grep -q 'one per worker' "$tmp/err" || fail "no reason given"
+	# ...unless asked for; then every row, the CSV and the record say so.
 	run churn --size tiny --quiet --variants raw,floor-new,lib --cpus 0 --workers 1,2 \
-		>/dev/null || fail "churn exited $?"
-	grep -q '^workers 2: more than the 1 CPU ' "$tmp/out" || fail "no oversubscription note"
+		--oversubscribe --csv "$tmp/o.csv" >/dev/null || fail "churn exited $?"
+	grep -q '^workers 2: more busy threads than the 1 CPU ' "$tmp/out" ||
+		fail "no oversubscription note"
 	grep -q '^workers 1:' "$tmp/out" && fail "W=1 called oversubscribed on one CPU"
+	has "$(row '^raw +2 \(oversubscribed\) +distinct ')"
+	grep -q '^churn,raw (oversubscribed),[^,]*,2,' "$tmp/o.csv" || fail "CSV: W=2 not labelled"
+	grep -q '^churn,raw (oversubscribed),[^,]*,1,' "$tmp/o.csv" && fail "CSV: W=1 labelled"
+	grep -q '^churn,raw,[^,]*,1,' "$tmp/o.csv" || fail "CSV: no W=1 rows"
+	grep -q '^oversubscribed=churn at 2 ' "$tmp/o.csv.env" || fail "env: $(grep oversub "$tmp/o.csv.env")"
+	has "$(row '^churn W=2: workers CPUs 0,0, oversubscribed')"
+	# report keeps the labelled rows apart from the others.
+	run report "$tmp/o.csv" "$tmp/o.csv" >/dev/null || fail "report exited $?"
+	has "$(row 'raw \(oversubscribed\) +2 ')"
 	;;
 queue-abi)
 	# The queue round goes through the kernel and the public API: at depth
