@@ -326,6 +326,33 @@ seed-size)
 	run report "$tmp/o.csv" "$tmp/o.csv" >/dev/null || fail "report exited $?"
 	has "$(row 'raw \(oversubscribed\) +2 ')"
 	;;
+merge-seed)
+	# LTP's second iteration: the files exist before the round, the second
+	# pass opens them O_RDONLY, and the limited queue's row counts the
+	# overflow among its events.
+	FSNW_BENCH_TRACE=$tmp/trace run merge --size tiny --quiet \
+		--variants lib,kernel-limited,kernel-unlimited --csv "$tmp/m.csv" >/dev/null ||
+		fail "merge exited $?"
+	grep -q '^merge: lib: [0-9]* files made before the rounds; each round opens them O_RDWR|O_CREAT, then O_RDONLY$' \
+		"$tmp/trace" || fail "lib: not LTP's passes"
+	N=$(awk -F, '$2 == "lib" { print $4; exit }' "$tmp/m.csv")
+	awk -F, -v n="$N" '$2 == "lib" && $6 == "events" && $7 != n { bad = 1 }
+		$2 == "lib" && $6 == "overflows" && $7 != 1 { bad = 1 }
+		END { exit bad }' "$tmp/m.csv" || fail "lib: not $N events with the overflow"
+	if grep -q '^skip merge kernel-limited' "$tmp/err"; then
+		echo "kernel variants skipped: $(grep '^skip merge kernel' "$tmp/err" | head -n 1)" >&2
+	else
+		grep -q '^merge: kernel: [0-9]* files made before the rounds; each round opens them O_RDWR|O_CREAT, then O_RDONLY$' \
+			"$tmp/trace" || fail "kernel: not LTP's passes"
+		max=$(cat /proc/sys/fs/fanotify/max_queued_events 2>/dev/null || echo 16384)
+		awk -F, -v n=$((max + 1)) '$2 == "kernel-limited" && $6 == "events" && $7 != n { bad = 1 }
+			$2 == "kernel-limited" && $6 == "overflows" && $7 != 1 { bad = 1 }
+			$2 == "kernel-limited" { k++ }
+			END { exit bad || !k }' "$tmp/m.csv" ||
+			fail "kernel-limited: $(grep kernel-limited "$tmp/m.csv")"
+		has "$(row '^kernel, limited queue: ')" "$((max + 1)) events ($max + 1 overflow)"
+	fi
+	;;
 queue-abi)
 	# The queue round goes through the kernel and the public API: at depth
 	# 256 the fan-out is 64 watches x 4 files, touched twice: 8 kernel events,
