@@ -353,6 +353,72 @@ merge-seed)
 		has "$(row '^kernel, limited queue: ')" "$((max + 1)) events ($max + 1 overflow)"
 	fi
 	;;
+parent-write-seed)
+	# Jan Kara's load as the default: a watch on the directory, no reader.
+	FSNW_BENCH_TRACE=$tmp/trace run parent-write --size tiny --quiet --clients 1 \
+		--csv "$tmp/p.csv" >/dev/null || fail "parent-write exited $?"
+	grep -q '^parent-write: parent X=1 round 1: IN_MODIFY on the directory, no reader, queue drained after the round$' \
+		"$tmp/trace" || fail "parent: not the seed's shape"
+	# Nobody read during the run, so the kernel merged one client's writes
+	# into the one event at the tail of its queue.
+	awk -F, '$2 == "parent" && $6 == "events" && $7 != 1 { bad = 1 }
+		$2 == "parent" && $6 == "events" { n++ }
+		END { exit bad || !n }' "$tmp/p.csv" ||
+		fail "parent X=1: events $(awk -F, '$2 == "parent" && $6 == "events"' "$tmp/p.csv")"
+	for v in parent-reader-raw parent-reader-lib; do
+		grep -q "^parent-write,$v,.*,events," "$tmp/p.csv" || fail "no $v rows"
+	done
+	grep -q '^parent-write,parent,.*,write-cpu,' "$tmp/p.csv" || fail "no write-cpu"
+	;;
+fs)
+	# openclose and parent-write say where they measured.
+	run openclose --size tiny --quiet --csv "$tmp/o.csv" >/dev/null || fail "openclose exited $?"
+	fs=$(sed -n 's/^fs_type=//p' "$tmp/o.csv.env")
+	grep -q "^fs.openclose=$fs\$" "$tmp/o.csv.env" || fail "env record: no fs.openclose=$fs"
+	has "$(row '^== openclose ')" "on $fs"
+	run parent-write --size tiny --quiet --clients 1 --csv "$tmp/p.csv" >/dev/null ||
+		fail "parent-write exited $?"
+	grep -q "^fs.parent-write=$fs\$" "$tmp/p.csv.env" || fail "env record: no fs.parent-write"
+	has "$(row '^== parent-write ')" "on $fs"
+	;;
+loopfs)
+	# --dir on XFS and ext4, each a loop-mounted image, as fsnw-bench(1) says.
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "skip: loop-mounting an image needs root" >&2
+		exit 77
+	fi
+	made=0
+	for fs in xfs ext4; do
+		if ! command -v "mkfs.$fs" >/dev/null; then
+			echo "skip $fs: no mkfs.$fs (Debian: apt install $([ $fs = xfs ] && echo xfsprogs || echo e2fsprogs))" >&2
+			continue
+		fi
+		img=$tmp/$fs.img
+		mnt=$tmp/$fs
+		mkdir -p "$mnt"
+		truncate -s 512M "$img" && "mkfs.$fs" -q "$img" >/dev/null 2>&1 ||
+			{ echo "skip $fs: mkfs.$fs failed" >&2; continue; }
+		if ! mount -o loop "$img" "$mnt" 2>"$tmp/mount.err"; then
+			echo "skip $fs: cannot loop-mount: $(cat "$tmp/mount.err")" >&2
+			continue
+		fi
+		# Never leave a mount behind, whatever ends the test.
+		trap 'umount "$mnt" 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
+		run openclose --size tiny --quiet --dir "$mnt" --csv "$tmp/$fs.csv" >/dev/null
+		rc=$?
+		run parent-write --size tiny --quiet --clients 1 --dir "$mnt" \
+			--csv "$tmp/$fs-pw.csv" >/dev/null
+		rc2=$?
+		umount "$mnt"
+		trap 'rm -rf "$tmp"' EXIT INT TERM
+		[ $rc -eq 0 ] || fail "openclose on $fs exited $rc"
+		[ $rc2 -eq 0 ] || fail "parent-write on $fs exited $rc2"
+		grep -q "^fs.openclose=$fs\$" "$tmp/$fs.csv.env" || fail "openclose: not on $fs"
+		grep -q "^fs.parent-write=$fs\$" "$tmp/$fs-pw.csv.env" || fail "parent-write: not on $fs"
+		made=$((made + 1))
+	done
+	[ $made -gt 0 ] || exit 77
+	;;
 queue-abi)
 	# The queue round goes through the kernel and the public API: at depth
 	# 256 the fan-out is 64 watches x 4 files, touched twice: 8 kernel events,
