@@ -65,25 +65,12 @@ struct child_report {
 	char reason[sizeof(((struct skip *)0)->reason)];
 };
 
-static bool write_all(int fd, const void *buf, size_t len)
-{
-	for (const char *p = buf; len;) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		p += n;
-		len -= (size_t)n;
-	}
-	return true;
-}
-
-static bool read_all(int fd, void *buf, size_t len)
+/* All len bytes through the pipe (read(2), or write(2) when out); false on an
+ * error or an early end. */
+static bool transfer(int fd, void *buf, size_t len, bool out)
 {
 	for (char *p = buf; len;) {
-		ssize_t n = read(fd, p, len);
+		ssize_t n = out ? write(fd, p, len) : read(fd, p, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -121,10 +108,11 @@ int bench_in_child(struct bench *b, void (*fn)(struct bench *b, void *arg, void 
 			snprintf(rep.variant, sizeof(rep.variant), "%s", b->skips[nskips].variant);
 			snprintf(rep.reason, sizeof(rep.reason), "%s", b->skips[nskips].reason);
 		}
-		_exit(write_all(p[1], &rep, sizeof(rep)) && write_all(p[1], out, len) ? 0 : 3);
+		_exit(transfer(p[1], &rep, sizeof(rep), true) && transfer(p[1], out, len, true) ?
+			      0 : 3);
 	}
 	close(p[1]);
-	got = read_all(p[0], &rep, sizeof(rep)) && read_all(p[0], out, len);
+	got = transfer(p[0], &rep, sizeof(rep), false) && transfer(p[0], out, len, false);
 	close(p[0]);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
