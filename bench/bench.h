@@ -28,6 +28,7 @@ struct bench {
 	/* results.c: the scenario running now and what the run measured */
 	const char *scenario;
 	const char *scale;     /* what its workers column means: workers, clients, depth */
+	int busy_extra;        /* busy threads beside the scale's; -1: it counts no threads */
 	char kernel[72];       /* uname -r */
 	struct row *rows;
 	size_t nrows, cap;
@@ -41,8 +42,15 @@ struct bench {
 	bool progress_shown;
 	struct chart **charts;
 	size_t ncharts;
+	FILE *trace;           /* FSNW_BENCH_TRACE: what each round set up (a test aid) */
+	struct fs_note {
+		char scenario[24];
+		char fs[48];
+	} fs_notes[8];         /* the filesystem each scenario measured on */
+	int nfs_notes;
 
 	/* run.c: where and how it runs */
+	bool child;            /* a process bench_fork made: the scratch is not its own */
 	int ncpu;              /* CPUs this process may use */
 	char *dir;             /* the scratch directory of the run */
 	bool tty;

@@ -179,6 +179,7 @@ static int children_run(struct bench *b)
 	int warmup, rounds, err;
 
 	bench_begin(b, "addwatch-children", "workers");
+	bench_busy(b, 1); /* the thread that adds the watches works beside the mutators */
 	err = bench_mkdir(b, "children", dir, sizeof(dir));
 	/* Creating the files leaves their dentries cached, which is the point. */
 	if (!err)

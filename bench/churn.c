@@ -1,15 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * churn (seed 000): G (watcher, file) pairs, W workers each owning a slice;
- * after a barrier each worker times adding one IN_ATTRIB watch per pair,
- * after another it times removing them. Metric: the sum of every worker's
- * add and remove time over G. Two topologies, alternated per round: G files
- * (`distinct`) and G hard links to one inode kept watched by a keeper
- * (`shared`, no connector is made or destroyed while timed).
+ * churn (seed 000): G (watcher, file) pairs, W workers each owning a slice.
+ * As in the seed's reproducer, every round (and topology) is a process of
+ * its own that builds a fresh fixture (files or links, groups, keeper:
+ * churnfix.h); its W pinned workers meet at one barrier of their own (the
+ * thread that started them is not in it), each times adding one IN_ATTRIB
+ * watch per pair, meets the others at the same barrier, times removing
+ * them, and meets them once more before it ends. Metric: the sum of every
+ * worker's add and remove time over G. Two topologies per round in
+ * alternating order: G files (`distinct`) and G hard links to one inode
+ * kept watched by a keeper (`shared`, no connector is made or destroyed
+ * while timed).
  *
- * Variants: raw (G inotify groups), the library (one handle serving G
- * logical watchers: single calls, batch calls, idle cache, timing off,
- * fanotify backend), and the floor any correct library pays, measured
+ * Variants: raw (G inotify groups); raw-warm (the same in one process, with
+ * the fixture, groups and keeper kept across the rounds of a pass: the
+ * method before issue 15, whose removes come out cheaper); the library
+ * (one handle serving G logical watchers: single calls, batch calls, idle
+ * cache, timing off, fanotify backend), and the floor any correct library
+ * pays, measured
  * directly: `floor` is one inotify_add_watch per add on an inode the group
  * already watches and nothing per remove (dedup, idle cache); `floor-new`
  * is one group adding and removing marks (distinct inodes without a cache).
@@ -25,6 +33,7 @@
 
 #include "bench.h"
 #include "churn.h"
+#include "churnfix.h"
 #include "evio.h"
 #include "quick.h"
 #include "svg.h"
@@ -37,12 +46,18 @@ static const struct bench_option options[] = {
 	{ .flag = "groups", .arg = "G", .type = OPT_LONG, .off = F(groups), .min = 1,
 	  .max = 65536, .preset = { "8", "32", "32", "96" },
 	  .help = "(watcher, file) pairs and inotify groups" },
+	/* One worker per CPU, as the seed: more only when asked (quick asks). */
 	{ .flag = "workers", .arg = "LIST", .type = OPT_LIST, .off = F(workers), .min = 1,
-	  .max = 1024, .preset = { "1..cpus", "1,2,4,8", "1..cpus", "8" },
+	  .max = 1024, .preset = { "1..cpus", "1,2,4,8", "1..cpus", "cpus" },
 	  .help = "worker counts" },
+	{ .flag = "oversubscribe", .type = OPT_FLAG, .off = F(oversubscribe),
+	  .help = "with --cpus, run more workers than it lists (round robin, labelled)" },
 	{ .flag = "bulk", .arg = "B", .type = OPT_LONG, .off = F(bulk), .min = 1, .max = 1 << 20,
 	  .preset = { "64", "1024", "1024", "1024" },
 	  .help = "directories of the bulk control" },
+	{ .flag = "control-calls", .arg = "N", .type = OPT_LONG, .off = F(control_calls),
+	  .min = 1, .max = 1 << 24, .preset = { "64", "1024", "1024", "1024" },
+	  .help = "calls a round of mask-update and path-lookup" },
 	{ .flag = "tree-dirs", .arg = "D", .type = OPT_LONG, .off = F(tree_dirs), .min = 1,
 	  .max = 1 << 22, .preset = { "200", "10000", "10000", "10000" },
 	  .help = "directories of the tree, the root included" },
@@ -51,9 +66,10 @@ static const struct bench_option options[] = {
 #undef F
 
 static const char *const variants[] = {
-	"raw", "floor", "floor-new", "lib", "lib-batch", "lib-idle", "lib-batch-idle",
-	"lib-nostats", "lib-fan", "bulk-raw", "bulk-lib", "bulk-lib-batch", "mask-update",
-	"tree-raw", "tree-lib", "tree-inotifytools", "tree-lib-fan", "timing-ab", NULL,
+	"raw", "raw-warm", "floor", "floor-new", "lib", "lib-batch", "lib-idle",
+	"lib-batch-idle", "lib-nostats", "lib-fan", "bulk-raw", "bulk-lib", "bulk-lib-batch",
+	"mask-update", "path-lookup", "tree-raw", "tree-lib", "tree-inotifytools",
+	"tree-lib-fan", "timing-ab", NULL,
 };
 
 enum kind { K_RAW, K_FLOOR, K_FLOOR_NEW, K_LIB, K_LIB_BATCH };
@@ -61,34 +77,36 @@ enum kind { K_RAW, K_FLOOR, K_FLOOR_NEW, K_LIB, K_LIB_BATCH };
 struct cvariant {
 	const char *name;
 	enum kind kind;
+	bool warm;        /* the fixture and groups live across the rounds of a pass */
 	bool idle;
 	uint32_t flags;   /* FSNW_OPEN_* */
 	uint32_t backend; /* FSNW_BACKEND_* */
 };
 
 static const struct cvariant cvariants[] = {
-	{ "raw", K_RAW, false, 0, 0 },
-	{ "floor", K_FLOOR, false, 0, 0 },
-	{ "floor-new", K_FLOOR_NEW, false, 0, 0 },
-	{ "lib", K_LIB, false, 0, FSNW_BACKEND_INOTIFY },
-	{ "lib-batch", K_LIB_BATCH, false, 0, FSNW_BACKEND_INOTIFY },
-	{ "lib-idle", K_LIB, true, 0, FSNW_BACKEND_INOTIFY },
-	{ "lib-batch-idle", K_LIB_BATCH, true, 0, FSNW_BACKEND_INOTIFY },
-	{ "lib-nostats", K_LIB, false, FSNW_OPEN_NO_STATS, FSNW_BACKEND_INOTIFY },
-	{ "lib-fan", K_LIB, false, 0, FSNW_BACKEND_FANOTIFY },
+	{ "raw", K_RAW, false, false, 0, 0 },
+	{ "raw-warm", K_RAW, true, false, 0, 0 },
+	{ "floor", K_FLOOR, false, false, 0, 0 },
+	{ "floor-new", K_FLOOR_NEW, false, false, 0, 0 },
+	{ "lib", K_LIB, false, false, 0, FSNW_BACKEND_INOTIFY },
+	{ "lib-batch", K_LIB_BATCH, false, false, 0, FSNW_BACKEND_INOTIFY },
+	{ "lib-idle", K_LIB, false, true, 0, FSNW_BACKEND_INOTIFY },
+	{ "lib-batch-idle", K_LIB_BATCH, false, true, 0, FSNW_BACKEND_INOTIFY },
+	{ "lib-nostats", K_LIB, false, false, FSNW_OPEN_NO_STATS, FSNW_BACKEND_INOTIFY },
+	{ "lib-fan", K_LIB, false, false, 0, FSNW_BACKEND_FANOTIFY },
 };
 #define NVARIANTS (sizeof(cvariants) / sizeof(cvariants[0]))
 
-enum { DISTINCT, SHARED, NTOPO };
-static const char *const topo_name[NTOPO] = { "distinct", "shared" };
-
-/* The state of one (variant, topology), alive across the rounds. */
+/* The state of one (variant, topology): one round, or the rounds of a pass (warm). */
 struct cstate {
 	int topo;
-	char **path;        /* G paths: files, or links to one inode */
+	struct fixture fx;
+	char **path;        /* G paths: files, or links to one inode (fx's) */
 	const char *target; /* shared: the inode the links name */
-	int *groups;        /* raw: the G groups (one set for both topologies) */
+	int *groups;        /* raw: the G groups */
+	bool own_groups;    /* opened for this state (raw-warm shares one set) */
 	int keeper;         /* raw shared: the keeper group */
+	int keeper_wd;
 	int fg;             /* floor, floor-new: the one group */
 	int *expect;        /* floor: the wd each add must return */
 	int *wd;            /* raw, floor-new: this round's wds */
@@ -119,7 +137,9 @@ static void churn_worker(struct team *t, int idx)
 	int bad = 0, err = 0;
 	uint64_t t0;
 
-	team_sync(t); /* go: add */
+	/* One barrier of the workers only, waited before, between and after the
+	 * two timed phases (the seed reproducer's topology_worker). */
+	team_sync_peers(t);
 	t0 = now_ns();
 	switch (r->v->kind) {
 	case K_RAW:
@@ -165,8 +185,7 @@ static void churn_worker(struct team *t, int idx)
 	}
 	}
 	r->add_ns[idx] = now_ns() - t0;
-	team_sync(t); /* adds done */
-	team_sync(t); /* go: remove */
+	team_sync_peers(t);
 	t0 = now_ns();
 	switch (r->v->kind) {
 	case K_RAW:
@@ -200,7 +219,7 @@ static void churn_worker(struct team *t, int idx)
 	r->rm_ns[idx] = now_ns() - t0;
 	r->bad[idx] = bad;
 	r->err[idx] = err;
-	team_sync(t); /* removes done */
+	team_sync_peers(t);
 }
 
 static bool is_lib(const struct cvariant *v)
@@ -226,6 +245,19 @@ static bool check_raw(struct bench *b, const struct cvariant *v, struct cstate *
 			raw_drain(s->keeper, &d);
 			other += d.ignored + d.other;
 			over += d.overflows;
+		}
+		/* A fresh keeper goes with its round: its removal leaves exactly
+		 * one IN_IGNORED, as in the seed (a warm one stays). */
+		if (s->topo == SHARED && !v->warm) {
+			if (inotify_rm_watch(s->keeper, s->keeper_wd) < 0)
+				other++;
+			raw_drain(s->keeper, &d);
+			if (d.ignored != 1 || d.other || d.overflows) {
+				bench_fail(b, v->name, W, round, "shared: the keeper's removal "
+					   "left %ld IN_IGNORED, %ld other events, %ld "
+					   "overflows", d.ignored, d.other, d.overflows);
+				return false;
+			}
 		}
 	} else {
 		raw_drain(s->fg, &d);
@@ -315,14 +347,11 @@ static struct cresult churn_round(struct bench *b, const struct cvariant *v, str
 		bench_fatal(b, "out of memory");
 	if (is_lib(v))
 		lib_stats(s->w, &st0);
+	/* This thread only starts and joins them: it waits in no barrier. */
 	team_start(b, &r.team, W, 0, churn_worker, &r);
-	team_sync(&r.team); /* go: add */
-	team_sync(&r.team); /* adds done */
-	team_sync(&r.team); /* go: remove */
-	team_sync(&r.team); /* removes done */
+	moved = team_join(&r.team);
 	if (is_lib(v))
 		lib_stats(s->w, &st1);
-	moved = team_join(&r.team);
 	for (int i = 0; i < W; i++) {
 		add += r.add_ns[i];
 		rm += r.rm_ns[i];
@@ -391,9 +420,12 @@ static int *open_groups(int n)
 	return fds;
 }
 
-/* The raw groups are not the state's: run_variant opens and closes them. */
 static void state_free(struct cstate *s)
 {
+	if (s->own_groups) {
+		close_fds(s->groups, s->fx.G);
+		free(s->groups);
+	}
 	if (s->keeper >= 0)
 		close(s->keeper);
 	if (s->fg >= 0)
@@ -404,38 +436,65 @@ static void state_free(struct cstate *s)
 	free(s->wid);
 	free(s->res);
 	free(s->items);
+	fixture_free(&s->fx);
 	memset(s, 0, sizeof(*s));
 	s->keeper = s->fg = -1;
 }
 
-/* Set a state up; 1 ready, 0 skipped (reason recorded), -1 failed. */
+static int skip_emfile(struct bench *b, const struct cvariant *v)
+{
+	bench_skip(b, v->name, "out of inotify instances (EMFILE): raise "
+		   "fs.inotify.max_user_instances or lower --groups");
+	return 0;
+}
+
+/*
+ * Set a state up: a fresh fixture of the topology, and the groups, keeper or
+ * handle of the variant. groups: raw groups to share (raw-warm), or NULL to
+ * open the state's own. 1 ready, 0 skipped (reason recorded), -1 failed.
+ */
 static int state_init(struct bench *b, const struct cvariant *v, struct cstate *s, int topo,
-		      char **path, const char *target, int *groups, int G)
+		      int *groups, int G, int W)
 {
 	int err;
 
 	memset(s, 0, sizeof(*s));
 	s->keeper = s->fg = -1;
 	s->topo = topo;
-	s->path = path;
-	s->target = target;
-	s->groups = groups;
+	err = fixture_make(b, &s->fx, topo, G);
+	if (err) {
+		bench_fail(b, v->name, W, 0, "making the %s fixture of %d %s: %s", topo_name[topo],
+			   G, topo == SHARED ? "links" : "files", strerror(-err));
+		return -1;
+	}
+	s->path = s->fx.path;
+	s->target = s->fx.target;
 	s->wd = calloc((size_t)G, sizeof(int));
 	s->wid = calloc((size_t)G, sizeof(int));
 	s->res = calloc((size_t)G, sizeof(int));
 	s->expect = calloc((size_t)G, sizeof(int));
 	s->items = calloc((size_t)G, sizeof(*s->items));
 	if (!s->wd || !s->wid || !s->res || !s->expect || !s->items)
-		return -1;
+		bench_fatal(b, "out of memory");
 	for (int j = 0; j < G; j++) {
-		s->items[j].path = path[j];
+		s->items[j].path = s->path[j];
 		s->items[j].mask = FSNW_ATTRIB;
 	}
 	switch (v->kind) {
 	case K_RAW:
+		s->groups = groups;
+		if (!groups) {
+			s->groups = open_groups(G);
+			if (!s->groups)
+				goto sys_fail;
+			s->own_groups = true;
+		}
 		if (topo == SHARED) {
 			s->keeper = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-			if (s->keeper < 0 || inotify_add_watch(s->keeper, target, IN_ATTRIB) < 0)
+			if (s->keeper < 0)
+				goto sys_fail;
+			s->keeper_wd = inotify_add_watch(s->keeper, s->target, IN_ATTRIB);
+			if (s->keeper_wd < 0)
 				goto sys_fail;
 		}
 		return 1;
@@ -448,8 +507,9 @@ static int state_init(struct bench *b, const struct cvariant *v, struct cstate *
 			return 1;
 		/* The floor adds to inodes this group already watches. */
 		for (int j = 0; j < G; j++) {
-			s->expect[j] = inotify_add_watch(s->fg, topo == SHARED ? target : path[j],
-							 IN_ATTRIB);
+			const char *p = topo == SHARED ? s->target : s->path[j];
+
+			s->expect[j] = inotify_add_watch(s->fg, p, IN_ATTRIB);
 			if (s->expect[j] < 0)
 				goto sys_fail;
 		}
@@ -467,7 +527,7 @@ static int state_init(struct bench *b, const struct cvariant *v, struct cstate *
 			goto sys_fail;
 		}
 		if (topo == SHARED) {
-			s->keeper_wid = fsnw_add(s->w, target, FSNW_ATTRIB, 0);
+			s->keeper_wid = fsnw_add(s->w, s->target, FSNW_ATTRIB, 0);
 			if (s->keeper_wid <= 0) {
 				errno = -s->keeper_wid;
 				goto sys_fail;
@@ -480,133 +540,189 @@ static int state_init(struct bench *b, const struct cvariant *v, struct cstate *
 	}
 	return -1;
 sys_fail:
-	if (errno == EMFILE) {
-		bench_skip(b, v->name, "out of inotify instances (EMFILE): raise "
-			   "fs.inotify.max_user_instances or lower --groups");
-		return 0;
-	}
-	bench_fail(b, v->name, 0, 0, "set-up: %s", strerror(errno));
+	if (errno == EMFILE)
+		return skip_emfile(b, v);
+	bench_fail(b, v->name, W, 0, "set-up: %s", strerror(errno));
 	return -1;
 }
 
-/* The directory of G files and the directory of G links to one file. */
-static int make_topologies(struct bench *b, int G, char ***dpath, char ***spath, char *target,
-			   size_t tlen)
+/*
+ * An idle-cache variant meets parked watches in its timed round: a fresh
+ * handle gets them from one untimed add and remove of every pair, as the
+ * round before would have left them. 0, or -errno.
+ */
+static int prime_idle(struct cstate *s, int G)
 {
-	char ddir[4000], sdir[4000];
-	int err = bench_mkdir(b, "churn-distinct", ddir, sizeof(ddir));
-
-	if (!err)
-		err = bench_mkdir(b, "churn-shared", sdir, sizeof(sdir));
-	if (err)
-		return err;
-	err = bench_make_files(b, ddir, "f", G, 0);
-	if (err)
-		return err;
-	snprintf(target, tlen, "%s/target", sdir);
-	{
-		int fd = open(target, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-
-		if (fd < 0)
-			return -errno;
-		close(fd);
-	}
-	*dpath = calloc((size_t)G, sizeof(char *));
-	*spath = calloc((size_t)G, sizeof(char *));
-	if (!*dpath || !*spath)
-		return -ENOMEM;
 	for (int j = 0; j < G; j++) {
-		if (asprintf(&(*dpath)[j], "%s/f%d", ddir, j) < 0 ||
-		    asprintf(&(*spath)[j], "%s/l%d", sdir, j) < 0)
-			return -ENOMEM;
-		if (link(target, (*spath)[j]) < 0)
-			return -errno;
+		int wid = fsnw_add(s->w, s->path[j], FSNW_ATTRIB, 0);
+
+		if (wid <= 0)
+			return wid < 0 ? wid : -EIO;
+		wid = fsnw_remove(s->w, wid);
+		if (wid < 0)
+			return wid;
 	}
-	return err;
+	return 0;
 }
 
-static void free_paths(char **p, int n)
+static void record_round(struct bench *b, const struct cvariant *v, int W, int m,
+			 const bool have[NTOPO], const struct cresult res[NTOPO])
 {
-	for (int j = 0; p && j < n; j++)
-		free(p[j]);
-	free(p);
-}
-
-/* One pass of one variant at one worker count: set up, warm up, `rounds`
- * measured rounds numbered from first + 1, tear down. */
-static void run_variant(struct bench *b, const struct cvariant *v, int G, int W, char **dpath,
-			char **spath, const char *target, int warmup, int rounds, int first)
-{
-	struct cstate st[NTOPO];
-	bool have[NTOPO] = { false, false };
-	int *groups = NULL;
-	int ready;
-
-	if (v->kind == K_RAW) {
-		if (!bench_inotify_room(b, v->name, G + 1))
-			return;
-		groups = open_groups(G);
-		if (!groups) {
-			if (errno == EMFILE)
-				bench_skip(b, v->name, "out of inotify instances (EMFILE): raise "
-					   "fs.inotify.max_user_instances or lower --groups");
-			else
-				bench_fail(b, v->name, W, 0, "inotify_init1: %s", strerror(errno));
-			return;
-		}
-	} else if (!bench_inotify_room(b, v->name, 2)) {
-		return;
-	}
 	for (int t = 0; t < NTOPO; t++) {
-		if (v->kind == K_FLOOR_NEW && t == SHARED)
-			continue; /* the shared floor is `floor`: marks stay */
-		ready = state_init(b, v, &st[t], t, t == SHARED ? spath : dpath, target, groups, G);
-		if (ready <= 0) {
-			state_free(&st[t]);
-			for (int u = 0; u < t; u++)
-				if (have[u])
-					state_free(&st[u]);
-			close_fds(groups, G);
-			free(groups);
-			return;
-		}
-		have[t] = true;
+		char metric[40];
+
+		if (!have[t])
+			continue;
+		bench_record(b, v->name, W, m, topo_name[t], res[t].ns, "ns/watch", res[t].ok);
+		snprintf(metric, sizeof(metric), "%s.add", topo_name[t]);
+		bench_record(b, v->name, W, m, metric, res[t].add, "ns/watch", res[t].ok);
+		snprintf(metric, sizeof(metric), "%s.remove", topo_name[t]);
+		bench_record(b, v->name, W, m, metric, res[t].rm, "ns/watch", res[t].ok);
+		snprintf(metric, sizeof(metric), "%s.syscalls", topo_name[t]);
+		bench_record(b, v->name, W, m, metric, res[t].sys, "syscalls/watch", res[t].ok);
 	}
+	if (have[DISTINCT] && have[SHARED])
+		bench_record(b, v->name, W, m, "distinct/shared", res[DISTINCT].ns / res[SHARED].ns,
+			     "ratio", res[DISTINCT].ok && res[SHARED].ok);
+}
+
+/* The topologies a variant runs: the shared floor of floor-new is `floor`. */
+static bool runs_topo(const struct cvariant *v, int t)
+{
+	return !(v->kind == K_FLOOR_NEW && t == SHARED);
+}
+
+static void trace_round(struct bench *b, const struct cvariant *v, int W, int m,
+			const struct cstate *s)
+{
+	char where[256];
+
+	bench_trace(b, "%s W=%d round %d %s: %s fixture %s (first inode %llu) in process %d, %d "
+		    "workers %s, one barrier of %d workers", v->name, W, m, topo_name[s->topo],
+		    v->warm ? "warm" : "fresh", strrchr(s->fx.dir, '/') + 1,
+		    (unsigned long long)s->fx.first_ino, (int)getpid(), W,
+		    bench_placement(b, 0, W, where, sizeof(where)), W);
+}
+
+/* The measured round's number, <= 0 while warming up. */
+static int round_no(int round, int warmup, int first)
+{
+	return round < warmup ? round - warmup + 1 : first + round - warmup + 1;
+}
+
+struct round_arg {
+	const struct cvariant *v;
+	int t, G, W, m;
+};
+
+struct round_out {
+	int ready; /* state_init's: 1 measured, 0 skipped, -1 failed */
+	struct cresult res;
+};
+
+/*
+ * One topology of one round in a process of its own, as the seed's
+ * reproducer runs each: fresh fixture, groups or handle, workers, checks,
+ * teardown, exit. On a busy machine a long-lived process measures distinct
+ * removes up to half as expensive as fresh processes do, even with a fresh
+ * fixture every round; a forked process matches an exec'd one.
+ */
+static void round_child(struct bench *b, void *arg, void *out)
+{
+	const struct round_arg *a = arg;
+	struct round_out *o = out;
+	struct cstate st;
+
+	o->ready = state_init(b, a->v, &st, a->t, NULL, a->G, a->W);
+	if (o->ready > 0 && a->v->idle && prime_idle(&st, a->G) < 0) {
+		bench_fail(b, a->v->name, a->W, a->m, "%s: priming the idle cache failed",
+			   topo_name[a->t]);
+		o->ready = -1;
+	}
+	if (o->ready > 0) {
+		trace_round(b, a->v, a->W, a->m, &st);
+		o->res = churn_round(b, a->v, &st, a->G, a->W, a->m);
+	}
+	state_free(&st);
+}
+
+/* One pass of the seed's method: every topology of every round is a fresh
+ * process with its own fixture (their order alternates from round to round). */
+static void run_fresh(struct bench *b, const struct cvariant *v, int G, int W, int warmup,
+		      int rounds, int first)
+{
+	if (!bench_inotify_room(b, v->name, v->kind == K_RAW ? G + 1 : 2))
+		return;
 	for (int round = 0; round < warmup + rounds; round++) {
-		/* The measured round's number, <= 0 while warming up. */
-		int m = round < warmup ? round - warmup + 1 : first + round - warmup + 1;
+		int m = round_no(round, warmup, first);
 		struct cresult res[NTOPO];
+		bool have[NTOPO] = { false, false };
 
 		bench_progress(b, "%s W=%d round %d", v->name, W, m);
-		/* Alternate which topology goes first, as the seed does. */
 		for (int k = 0; k < NTOPO; k++) {
 			int t = round % 2 ? NTOPO - 1 - k : k;
 
-			if (have[t])
-				res[t] = churn_round(b, v, &st[t], G, W, m);
-		}
-		if (m <= 0)
-			continue;
-		for (int t = 0; t < NTOPO; t++) {
-			char metric[40];
-
-			if (!have[t])
+			if (!runs_topo(v, t))
 				continue;
-			bench_record(b, v->name, W, m, topo_name[t], res[t].ns, "ns/watch",
-				     res[t].ok);
-			snprintf(metric, sizeof(metric), "%s.add", topo_name[t]);
-			bench_record(b, v->name, W, m, metric, res[t].add, "ns/watch", res[t].ok);
-			snprintf(metric, sizeof(metric), "%s.remove", topo_name[t]);
-			bench_record(b, v->name, W, m, metric, res[t].rm, "ns/watch", res[t].ok);
-			snprintf(metric, sizeof(metric), "%s.syscalls", topo_name[t]);
-			bench_record(b, v->name, W, m, metric, res[t].sys, "syscalls/watch",
-				     res[t].ok);
+			struct round_arg arg = { .v = v, .t = t, .G = G, .W = W, .m = m };
+			struct round_out out = { .ready = -1 };
+
+			if (bench_in_child(b, round_child, &arg, &out, sizeof(out)) < 0)
+				bench_fail(b, v->name, W, m, "%s: the round's process died",
+					   topo_name[t]);
+			if (out.ready <= 0)
+				return;
+			res[t] = out.res;
+			have[t] = true;
 		}
-		if (have[DISTINCT] && have[SHARED])
-			bench_record(b, v->name, W, m, "distinct/shared",
-				     res[DISTINCT].ns / res[SHARED].ns, "ratio",
-				     res[DISTINCT].ok && res[SHARED].ok);
+		if (m > 0)
+			record_round(b, v, W, m, have, res);
 	}
+}
+
+/* One pass of raw-warm: one fixture per topology and one set of groups for
+ * both, kept from the first warm-up round to the last measured one. */
+static void run_warm(struct bench *b, const struct cvariant *v, int G, int W, int warmup,
+		     int rounds, int first)
+{
+	struct cstate st[NTOPO];
+	bool have[NTOPO] = { false, false };
+	int *groups;
+
+	if (!bench_inotify_room(b, v->name, G + 1))
+		return;
+	groups = open_groups(G);
+	if (!groups) {
+		if (errno == EMFILE)
+			skip_emfile(b, v);
+		else
+			bench_fail(b, v->name, W, 0, "inotify_init1: %s", strerror(errno));
+		return;
+	}
+	for (int t = 0; t < NTOPO; t++) {
+		int ready = state_init(b, v, &st[t], t, groups, G, W);
+
+		have[t] = ready > 0;
+		if (ready <= 0) {
+			state_free(&st[t]);
+			goto out;
+		}
+	}
+	for (int round = 0; round < warmup + rounds; round++) {
+		int m = round_no(round, warmup, first);
+		struct cresult res[NTOPO];
+
+		bench_progress(b, "%s W=%d round %d", v->name, W, m);
+		for (int k = 0; k < NTOPO; k++) {
+			int t = round % 2 ? NTOPO - 1 - k : k;
+
+			trace_round(b, v, W, m, &st[t]);
+			res[t] = churn_round(b, v, &st[t], G, W, m);
+		}
+		if (m > 0)
+			record_round(b, v, W, m, have, res);
+	}
+out:
 	for (int t = 0; t < NTOPO; t++)
 		if (have[t])
 			state_free(&st[t]);
@@ -682,11 +798,6 @@ static void churn_summary(struct bench *b, int G)
 		table_print(&t, stdout);
 	}
 	table_free(&t);
-	for (int k = 0; k < wl->n; k++)
-		if (bench_oversubscribed(b, wl->v[k]))
-			printf("workers %ld: more than the %d CPU%s the workers may use: they take "
-			       "turns (oversubscribed)\n", wl->v[k], bench_cpus(b),
-			       bench_cpus(b) == 1 ? "" : "s");
 	for (int k = 0; k < wl->n; k++) {
 		long W = wl->v[k];
 		double on = bench_median(b, "churn", "lib", W, "distinct");
@@ -724,18 +835,26 @@ static void churn_charts(struct bench *b)
 	}
 }
 
+/* Say where each worker count runs: "one per CPU" is the seed's shape. */
+static void churn_placement(struct bench *b)
+{
+	char where[256];
+
+	for (int k = 0; k < opt.workers.n; k++) {
+		long W = opt.workers.v[k];
+
+		printf("churn W=%ld: workers %s%s\n", W, bench_placement(b, 0, W, where,
+		       sizeof(where)), bench_oversubscribed(b, W) ? ", oversubscribed" :
+		       b->o->cpus.n ? ", one per CPU" : "");
+	}
+}
+
 static int churn_run(struct bench *b)
 {
 	int G = (int)opt.groups;
-	char **dpath = NULL, **spath = NULL, target[4096];
-	int err, warmup, rounds, passes;
+	int warmup, rounds, passes;
 
 	bench_begin(b, "churn", "workers");
-	err = make_topologies(b, G, &dpath, &spath, target, sizeof(target));
-	if (err) {
-		bench_fail(b, "setup", 0, 0, "making %d files and links: %s", G, strerror(-err));
-		goto out;
-	}
 	bench_rounds(b, bench_pick(b, 1, 2, 2, 2), (int)bench_pick(b, 3, 24, 25, 25), &warmup,
 		     &rounds);
 	/* The rounds of each variant are spread over passes through all the
@@ -752,38 +871,55 @@ static int churn_run(struct bench *b)
 		for (int p = 0, done = 0; p < passes; p++) {
 			int n = (rounds - done) / (passes - p);
 
-			for (size_t i = 0; i < NVARIANTS; i++)
-				if (cli_variant_on(b->o, cvariants[i].name) &&
-				    !bench_skipped(b, "churn", cvariants[i].name))
-					run_variant(b, &cvariants[i], G, W, dpath, spath, target,
-						    warmup, n, done);
+			for (size_t i = 0; i < NVARIANTS; i++) {
+				const struct cvariant *v = &cvariants[i];
+
+				if (!cli_variant_on(b->o, v->name) ||
+				    bench_skipped(b, "churn", v->name))
+					continue;
+				if (v->warm)
+					run_warm(b, v, G, W, warmup, n, done);
+				else
+					run_fresh(b, v, G, W, warmup, n, done);
+			}
 			done += n;
 		}
 	}
-	churn_controls(b, &opt, dpath);
-out:
-	free_paths(dpath, G);
-	free_paths(spath, G);
+	churn_controls(b, &opt);
 	churn_charts(b);
 	{
 		bool tables = b->tables;
 
 		bench_end(b);
-		if (tables)
+		if (tables) {
+			churn_placement(b);
 			churn_summary(b, G);
+		}
 	}
 	return 0;
 }
 
-/* The largest worker count that is not oversubscribed (the smallest if all are). */
-static long widest_fit(const struct bench *b)
+/*
+ * The seed's reproducer refuses a CPU list that does not hold one CPU per
+ * worker. So does churn, unless --oversubscribe asks for workers to share
+ * the CPUs listed (round robin; every such row says so). Fewer workers than
+ * CPUs take the first ones of the list, which the output names.
+ */
+static int churn_check(const struct bench_opts *o)
 {
-	long w = opt.workers.v[0];
+	long cpus = cli_distinct(&o->cpus), most = 0;
 
+	if (!o->cpus.n || opt.oversubscribe)
+		return 0;
 	for (int k = 0; k < opt.workers.n; k++)
-		if (!bench_oversubscribed(b, opt.workers.v[k]) && opt.workers.v[k] > w)
-			w = opt.workers.v[k];
-	return w;
+		most = opt.workers.v[k] > most ? opt.workers.v[k] : most;
+	if (most <= cpus)
+		return 0;
+	fprintf(stderr, "fsnw-bench: churn: %ld workers need %ld CPUs in --cpus, one per worker "
+		"as in seed 000; it lists %ld. List more CPUs, lower --workers, or add "
+		"--oversubscribe to pin them round robin (labelled oversubscribed).\n", most, most,
+		cpus);
+	return -1;
 }
 
 static void churn_quick(struct bench *b, struct quick *q)
@@ -795,7 +931,8 @@ static void churn_quick(struct bench *b, struct quick *q)
 	quick_row(q, "churn 1:1 add+remove, 1 thread", "ns/watch",
 		  quick_need(q, "bulk-raw", 1, "add+remove"), NAN,
 		  quick_need(q, "bulk-lib", 1, "add+remove"), NAN,
-		  "%ld dirs, one group; batch calls %.0f; target ratio <= 1.10", opt.bulk,
+		  "%ld fresh dirs, one group, the seed's mask; batch calls %.0f; target ratio "
+		  "<= 1.10", opt.bulk,
 		  quick_need(q, "bulk-lib-batch", 1, "add+remove"));
 	quick_row(q, "  same, + reading the IN_IGNOREDs", "ns/watch",
 		  quick_need(q, "bulk-raw", 1, "add+remove+drain"), NAN,
@@ -841,20 +978,28 @@ static void churn_quick(struct bench *b, struct quick *q)
 			  "fanotify: %s", it / lib,
 			  bench_skipped(b, "churn", "tree-lib-fan") ? "skipped" : "measured");
 	}
-	snprintf(label, sizeof(label), "mask-update %s (kernel control)",
-		 bench_workers_label(b, "W", widest_fit(b), wl_label, sizeof(wl_label)));
-	quick_row(q, label, "ns/watch", quick_need(q, "mask-update", widest_fit(b), "update"), NAN,
-		  NAN, NAN, "no library equivalent");
+	quick_row(q, "mask-update (kernel control)", "ns/call",
+		  quick_need(q, "mask-update", 1, "update"), NAN, NAN, NAN,
+		  "one group, %ld re-adds of one watch, IN_MODIFY/IN_ATTRIB alternating; no "
+		  "library equivalent", opt.control_calls);
+	quick_row(q, "path-lookup (kernel control)", "ns/call",
+		  quick_need(q, "path-lookup", 1, "lookup"), NAN, NAN, NAN,
+		  "open(O_PATH) + close, %ld calls after 16 warm-ups (seed 000: 595 ns on bare "
+		  "metal)", opt.control_calls);
 }
 
 BENCH_SCENARIO(churn) = {
 	.name = "churn",
 	.order = 0,
-	.summary = "watch add/remove churn (seed 000), bulk, mask-update, tree add",
+	.summary = "watch add/remove churn (seed 000), bulk, mask-update, path-lookup, tree add",
 	.flags = SCEN_MEASURES | SCEN_ROUNDS | SCEN_CHARTS,
 	.run = churn_run,
 	.variants = variants,
 	.options = options,
 	.opts = &opt,
 	.quick = churn_quick,
+	.quick_variants = "raw,floor,floor-new,lib,lib-batch,lib-idle,bulk-raw,bulk-lib,"
+			  "bulk-lib-batch,mask-update,path-lookup,tree-raw,tree-lib,"
+			  "tree-inotifytools,tree-lib-fan,timing-ab",
+	.check = churn_check,
 };

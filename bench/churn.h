@@ -10,12 +10,13 @@ struct bench;
 struct churn_opts {
 	long groups;
 	struct long_list workers;
+	bool oversubscribe;
 	long bulk;
+	long control_calls;
 	long tree_dirs;
 };
 
-/* churn's controls (timing-ab, bulk, mask-update, tree add), run after it;
- * dpaths: the G files of the distinct topology, or NULL when making them failed. */
-void churn_controls(struct bench *b, const struct churn_opts *o, char **dpaths);
+/* churn's controls (timing-ab, bulk, mask-update, path-lookup, tree add), run after it. */
+void churn_controls(struct bench *b, const struct churn_opts *o);
 
 #endif

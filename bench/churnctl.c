@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * churn's controls:
- *  - bulk: one group, B directory watches added then removed by one thread;
- *    raw against the library's single and batch calls (the 1:1 add+remove
- *    cost of the library);
- *  - mask-update: re-adding an existing watch with another mask, G groups
- *    and W workers as in churn (a kernel control: no connector work);
+ * churn's controls, set up as seed 000's reproducer sets them up:
+ *  - bulk: one group, B fresh directories watched for IN_CREATE | IN_DELETE |
+ *    IN_MOVED_FROM | IN_MOVED_TO by one thread, added then removed, every wd
+ *    unique; raw against the library's single and batch calls (the 1:1
+ *    add+remove cost of the library);
+ *  - mask-update: one group, one fresh file, N re-adds of its watch
+ *    alternating IN_MODIFY and IN_ATTRIB without IN_MASK_ADD, each returning
+ *    the same wd; one thread (a kernel control: no connector work);
+ *  - path-lookup: open(O_PATH) + close of one fresh file N times after 16
+ *    warm-ups (the seed's negative control: no fsnotify at all);
+ *    both, like churn's rounds, a process per round, as the seed runs them;
  *  - tree: adding a watch on every directory of a tree of D directories:
  *    a raw walk + inotify_add_watch, the library's FSNW_WATCH_TREE (inotify
- *    and fanotify), and libinotifytools' inotifytools_watch_recursively.
+ *    and fanotify), and libinotifytools' inotifytools_watch_recursively;
+ *  - timing-ab: the cost of the library's latency timing, A/B interleaved.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -30,10 +36,90 @@
 		   FSNW_CLOSE_WRITE)
 #define TREE_FANOUT 10
 
+/* ---- fresh directories and files for one round ---- */
+
+/* A directory of its own in the scratch directory: name-serial. */
+static int fresh_dir(struct bench *b, const char *name, char *path, size_t len)
+{
+	static unsigned serial;
+	char n[64];
+
+	snprintf(n, sizeof(n), "%s-%u", name, serial++);
+	return bench_mkdir(b, n, path, len);
+}
+
+/* B directories dir/d0.. made and stat'ed once (warm dentries, as the seed). */
+static char **make_dirs(struct bench *b, const char *dir, int B)
+{
+	char **dirs = calloc((size_t)B, sizeof(char *));
+
+	if (!dirs)
+		bench_fatal(b, "out of memory");
+	for (int i = 0; i < B; i++) {
+		struct stat st;
+
+		if (asprintf(&dirs[i], "%s/d%d", dir, i) < 0 || mkdir(dirs[i], 0700) < 0 ||
+		    stat(dirs[i], &st) < 0)
+			bench_fatal(b, "making %d directories in %s: %s", B, dir, strerror(errno));
+	}
+	return dirs;
+}
+
+static void free_dirs(char **dirs, int B, const char *dir)
+{
+	for (int i = 0; i < B; i++) {
+		rmdir(dirs[i]);
+		free(dirs[i]);
+	}
+	free(dirs);
+	rmdir(dir);
+}
+
+static int by_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Whether the n ids are all different (the seed checks its wds so). */
+static bool all_unique(const int *ids, int n)
+{
+	int *c = malloc((size_t)n * sizeof(*c));
+	bool ok = c != NULL;
+
+	if (!c)
+		return false;
+	memcpy(c, ids, (size_t)n * sizeof(*c));
+	qsort(c, (size_t)n, sizeof(*c), by_int);
+	for (int i = 1; i < n && ok; i++)
+		ok = c[i] != c[i - 1];
+	free(c);
+	return ok;
+}
+
 /* ---- bulk ---- */
 
-static void bulk_round(struct bench *b, const char *variant, char **dirs, int B, int m)
+#define BULK_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
+
+struct bulk_arg {
+	const char *variant;
+	int B, m;
+};
+
+struct bulk_out {
+	uint64_t add, remove, drain; /* ns for all B */
+	double sys;
+	bool ran, ok;
+};
+
+/* One round of one bulk variant, in a process of its own (bench_in_child). */
+static void bulk_child(struct bench *b, void *argp, void *outp)
 {
+	const struct bulk_arg *arg = argp;
+	struct bulk_out *o = outp;
+	const char *variant = arg->variant;
+	int B = arg->B, m = arg->m;
 	struct fsnw_stats st0, st1, st2;
 	struct fsnw_batch_item *items = NULL;
 	struct fsnw *w = NULL;
@@ -42,10 +128,17 @@ static void bulk_round(struct bench *b, const char *variant, char **dirs, int B,
 	int fd = -1, bad = 0, err = 0;
 	bool ok = true, raw = !strcmp(variant, "bulk-raw");
 	bool batch = !strcmp(variant, "bulk-lib-batch");
+	char dir[4096], **dirs;
 	double sys;
 
 	if (!ids)
 		bench_fatal(b, "out of memory");
+	bench_pin_self(b, 0);
+	if (fresh_dir(b, "churn-bulk", dir, sizeof(dir)) < 0)
+		bench_fatal(b, "mkdir in %s: %s", b->dir, strerror(errno));
+	dirs = make_dirs(b, dir, B);
+	bench_trace(b, "%s round %d: %d fresh directories, mask IN_CREATE|IN_DELETE|"
+		    "IN_MOVED_FROM|IN_MOVED_TO", variant, m, B);
 	if (raw) {
 		fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 		if (fd < 0) {
@@ -63,14 +156,14 @@ static void bulk_round(struct bench *b, const char *variant, char **dirs, int B,
 			bench_fatal(b, "out of memory");
 		for (int i = 0; i < B; i++) {
 			items[i].path = dirs[i];
-			items[i].mask = FSNW_ATTRIB;
+			items[i].mask = BULK_MASK;
 		}
 		lib_stats(w, &st0);
 	}
 	t0 = now_ns();
 	if (raw) {
 		for (int i = 0; i < B; i++)
-			if ((ids[i] = inotify_add_watch(fd, dirs[i], IN_ATTRIB)) < 0 && !bad++)
+			if ((ids[i] = inotify_add_watch(fd, dirs[i], BULK_MASK)) < 0 && !bad++)
 				err = errno;
 	} else if (batch) {
 		if (fsnw_add_batch(w, items, (size_t)B, 0) != B && !bad++)
@@ -79,12 +172,28 @@ static void bulk_round(struct bench *b, const char *variant, char **dirs, int B,
 			ids[i] = items[i].result;
 	} else {
 		for (int i = 0; i < B; i++)
-			if ((ids[i] = fsnw_add(w, dirs[i], FSNW_ATTRIB, 0)) <= 0 && !bad++)
+			if ((ids[i] = fsnw_add(w, dirs[i], BULK_MASK, 0)) <= 0 && !bad++)
 				err = -ids[i];
 	}
 	t1 = now_ns();
-	if (w)
+	/* Every directory got a watch of its own: unique wds (wids), and for
+	 * the library one kernel watch each. */
+	if (!bad && !all_unique(ids, B)) {
+		bench_fail(b, variant, 1, m, "two directories got the same %s",
+			   raw ? "wd" : "wid");
+		ok = false;
+	}
+	if (w) {
+		uint64_t made;
+
 		lib_stats(w, &st1);
+		made = st1.kernel_watches - st0.kernel_watches;
+		if (made != (uint64_t)B) {
+			bench_fail(b, variant, 1, m, "%llu kernel watches for %d directories",
+				   (unsigned long long)made, B);
+			ok = false;
+		}
+	}
 	if (raw) {
 		for (int i = 0; i < B; i++)
 			if (ids[i] >= 0 && inotify_rm_watch(fd, ids[i]) < 0 && !bad++)
@@ -139,163 +248,210 @@ static void bulk_round(struct bench *b, const char *variant, char **dirs, int B,
 				   (unsigned long long)st2.sys_inotify_rm_watch);
 			ok = false;
 		}
-		(void)st1;
 	}
-	if (m > 0) {
-		bench_record(b, variant, 1, m, "add+remove", (double)(t2 - t0) / B, "ns/watch", ok);
-		bench_record(b, variant, 1, m, "add", (double)(t1 - t0) / B, "ns/watch", ok);
-		bench_record(b, variant, 1, m, "remove", (double)(t2 - t1) / B, "ns/watch", ok);
-		bench_record(b, variant, 1, m, "drain", (double)(t3 - t2) / B, "ns/watch", ok);
-		bench_record(b, variant, 1, m, "add+remove+drain", (double)(t3 - t0) / B, "ns/watch",
-			     ok);
-		bench_record(b, variant, 1, m, "syscalls", sys, "syscalls/watch", ok);
-	}
+	*o = (struct bulk_out){ .add = t1 - t0, .remove = t2 - t1, .drain = t3 - t2, .sys = sys,
+				.ran = true, .ok = ok };
 out:
 	if (fd >= 0)
 		close(fd);
 	fsnw_close(w);
 	free(items);
 	free(ids);
+	free_dirs(dirs, B, dir);
+}
+
+static void bulk_round(struct bench *b, const char *variant, int B, int m)
+{
+	struct bulk_arg arg = { .variant = variant, .B = B, .m = m };
+	struct bulk_out o = { .ran = false };
+	bool ok;
+
+	if (bench_in_child(b, bulk_child, &arg, &o, sizeof(o)) < 0) {
+		bench_fail(b, variant, 1, m, "the round's process died");
+		return;
+	}
+	if (!o.ran || m <= 0)
+		return;
+	ok = o.ok;
+	bench_record(b, variant, 1, m, "add+remove", (double)(o.add + o.remove) / B, "ns/watch",
+		     ok);
+	bench_record(b, variant, 1, m, "add", (double)o.add / B, "ns/watch", ok);
+	bench_record(b, variant, 1, m, "remove", (double)o.remove / B, "ns/watch", ok);
+	bench_record(b, variant, 1, m, "drain", (double)o.drain / B, "ns/watch", ok);
+	bench_record(b, variant, 1, m, "add+remove+drain",
+		     (double)(o.add + o.remove + o.drain) / B, "ns/watch", ok);
+	bench_record(b, variant, 1, m, "syscalls", o.sys, "syscalls/watch", ok);
 }
 
 static void run_bulk(struct bench *b, long bulk)
 {
 	static const char *const names[] = { "bulk-raw", "bulk-lib", "bulk-lib-batch" };
 	int B = (int)bulk, warmup, rounds;
-	char dir[4096], **dirs;
-
 	bool any = false;
 
 	for (int v = 0; v < 3; v++)
 		any |= cli_variant_on(b->o, names[v]);
 	if (!any)
 		return;
-	if (bench_mkdir(b, "churn-bulk", dir, sizeof(dir)) < 0) {
-		bench_fail(b, "bulk-raw", 1, 0, "mkdir %s: %s", dir, strerror(errno));
-		return;
-	}
-	dirs = calloc((size_t)B, sizeof(char *));
-	if (!dirs)
-		bench_fatal(b, "out of memory");
-	for (int i = 0; i < B; i++)
-		if (asprintf(&dirs[i], "%s/d%d", dir, i) < 0 || mkdir(dirs[i], 0700) < 0)
-			bench_fatal(b, "making %d directories: %s", B, strerror(errno));
 	bench_rounds(b, bench_pick(b, 1, 2, 2, 2), (int)bench_pick(b, 3, 30, 30, 30), &warmup,
 		     &rounds);
-	bench_pin_self(b, 0);
 	/* Variants interleave by round: a busy moment of the machine hits all alike. */
 	for (int r = 0; r < warmup + rounds; r++)
 		for (int v = 0; v < 3; v++) {
 			if (!cli_variant_on(b->o, names[v]) || !bench_inotify_room(b, names[v], 1))
 				continue;
 			bench_progress(b, "%s round %d/%d", names[v], r + 1, warmup + rounds);
-			bulk_round(b, names[v], dirs, B, r - warmup + 1);
+			bulk_round(b, names[v], B, r - warmup + 1);
 		}
-	bench_unpin_self(b);
-	for (int i = 0; i < B; i++)
-		free(dirs[i]);
-	free(dirs);
 }
 
-/* ---- mask-update ---- */
+/* ---- mask-update and path-lookup: one thread, one fresh file a round ---- */
 
-struct mu_round {
-	struct team team;
-	int *groups, *wd, G, W;
-	char **paths;
-	uint32_t mask;
-	uint64_t *ns;
-	int *bad;
+/* Make dir/target in a fresh directory of the scratch directory. */
+static int fresh_file(struct bench *b, const char *name, char *dir, size_t dlen, char *path,
+		      size_t plen)
+{
+	int fd, err = fresh_dir(b, name, dir, dlen);
+
+	if (err)
+		return err;
+	snprintf(path, plen, "%s/target", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+struct ctl_arg {
+	long N;
+	int m;
 };
 
-static void mu_worker(struct team *t, int idx)
-{
-	struct mu_round *r = t->arg;
-	int lo = (int)((long)idx * r->G / r->W), hi = (int)((long)(idx + 1) * r->G / r->W);
-	uint64_t t0;
-	int bad = 0;
+struct ctl_out {
+	double ns; /* per call */
+	bool ok;
+};
 
-	team_sync(t);
+/* N re-adds of one watch, IN_MODIFY and IN_ATTRIB in turn, no IN_MASK_ADD. */
+static void mask_update_child(struct bench *b, void *arg, void *out)
+{
+	const struct ctl_arg *a = arg;
+	struct ctl_out *o = out;
+	const char *name = "mask-update";
+	char dir[4096] = "", path[4200] = "";
+	struct raw_drained d = { 0 };
+	long bad = 0;
+	uint64_t t0, t1;
+	int fd = -1, wd, err;
+
+	bench_pin_self(b, 0);
+	err = fresh_file(b, "churn-mask", dir, sizeof(dir), path, sizeof(path));
+	if (err) {
+		bench_fail(b, name, 1, a->m, "set-up: %s", strerror(-err));
+		goto out;
+	}
+	fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	wd = fd < 0 ? -1 : inotify_add_watch(fd, path, IN_ATTRIB);
+	/* The seed's two warm-up updates, which must keep the wd too. */
+	if (wd < 0 || inotify_add_watch(fd, path, IN_MODIFY) != wd ||
+	    inotify_add_watch(fd, path, IN_ATTRIB) != wd) {
+		bench_fail(b, name, 1, a->m, "set-up: %s", wd < 0 ? strerror(errno) :
+			   "a warm-up update returned another wd");
+		goto out;
+	}
 	t0 = now_ns();
-	for (int j = lo; j < hi; j++)
-		bad += inotify_add_watch(r->groups[j], r->paths[j], r->mask) != r->wd[j];
-	r->ns[idx] = now_ns() - t0;
-	r->bad[idx] = bad;
-	team_sync(t);
+	for (long i = 0; i < a->N; i++)
+		bad += inotify_add_watch(fd, path, i & 1 ? IN_ATTRIB : IN_MODIFY) != wd;
+	t1 = now_ns();
+	bad += inotify_rm_watch(fd, wd) < 0;
+	raw_drain(fd, &d);
+	/* Updating a mask queues nothing; the removal exactly one IN_IGNORED. */
+	o->ok = !bad && d.ignored == 1 && !d.other && !d.overflows;
+	if (!o->ok)
+		bench_fail(b, name, 1, a->m, "%ld updates did not return the watch's wd; %ld "
+			   "IN_IGNORED (expected 1), %ld other events, %ld overflows", bad,
+			   d.ignored, d.other, d.overflows);
+	o->ns = (double)(t1 - t0) / a->N;
+out:
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+	rmdir(dir);
 }
 
-static void run_mask_update(struct bench *b, const struct long_list *workers, char **paths,
-			    int G)
+/* N path lookups that involve no fsnotify at all, after 16 warm-ups. */
+static void path_lookup_child(struct bench *b, void *arg, void *out)
 {
-	const char *name = "mask-update";
+	const struct ctl_arg *a = arg;
+	struct ctl_out *o = out;
+	char dir[4096] = "", path[4200] = "";
+	long bad = 0;
+	uint64_t t0, t1;
+	int err;
+
+	bench_pin_self(b, 0);
+	err = fresh_file(b, "churn-lookup", dir, sizeof(dir), path, sizeof(path));
+	if (err) {
+		bench_fail(b, "path-lookup", 1, a->m, "set-up: %s", strerror(-err));
+		goto out;
+	}
+	for (int i = 0; i < 16; i++) {
+		int fd = open(path, O_PATH | O_CLOEXEC);
+
+		if (fd < 0)
+			bad++;
+		else
+			close(fd);
+	}
+	t0 = now_ns();
+	for (long i = 0; i < a->N; i++) {
+		int fd = open(path, O_PATH | O_CLOEXEC);
+
+		if (fd < 0 || close(fd) < 0)
+			bad++;
+	}
+	t1 = now_ns();
+	o->ok = !bad;
+	if (bad)
+		bench_fail(b, "path-lookup", 1, a->m, "%ld of %ld opens or closes failed", bad,
+			   a->N + 16);
+	o->ns = (double)(t1 - t0) / a->N;
+out:
+	unlink(path);
+	rmdir(dir);
+}
+
+/* One round of a single-thread control in a fresh process, as the seed runs it. */
+static void control_round(struct bench *b, const char *name, const char *metric,
+			  void (*fn)(struct bench *, void *, void *), long N, int m)
+{
+	struct ctl_arg arg = { .N = N, .m = m };
+	struct ctl_out o = { .ns = NAN, .ok = false };
+
+	if (bench_in_child(b, fn, &arg, &o, sizeof(o)) < 0)
+		bench_fail(b, name, 1, m, "the round's process died");
+	else if (m > 0 && !isnan(o.ns))
+		bench_record(b, name, 1, m, metric, o.ns, "ns/call", o.ok);
+}
+
+static void run_single_controls(struct bench *b, long N)
+{
+	bool mu = cli_variant_on(b->o, "mask-update"), pl = cli_variant_on(b->o, "path-lookup");
 	int warmup, rounds;
 
-	if (!cli_variant_on(b->o, name))
+	if (!mu && !pl)
 		return;
 	bench_rounds(b, bench_pick(b, 1, 2, 2, 2), (int)bench_pick(b, 3, 15, 25, 25), &warmup,
 		     &rounds);
-	for (int k = 0; k < workers->n; k++) {
-		struct mu_round r = { .G = G, .W = (int)workers->v[k], .paths = paths };
-
-		if (r.W > G || !bench_inotify_room(b, name, G))
-			continue;
-		r.groups = calloc((size_t)G, sizeof(int));
-		r.wd = calloc((size_t)G, sizeof(int));
-		r.ns = calloc((size_t)r.W, sizeof(uint64_t));
-		r.bad = calloc((size_t)r.W, sizeof(int));
-		if (!r.groups || !r.wd || !r.ns || !r.bad)
-			bench_fatal(b, "out of memory");
-		for (int j = 0; j < G; j++) {
-			r.groups[j] = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-			r.wd[j] = r.groups[j] < 0 ? -1 : inotify_add_watch(r.groups[j], paths[j],
-									   IN_ATTRIB);
-			if (r.groups[j] < 0 || r.wd[j] < 0) {
-				if (errno == EMFILE)
-					bench_skip(b, name, "out of inotify instances (EMFILE): raise "
-						   "fs.inotify.max_user_instances or lower --groups");
-				else
-					bench_fail(b, name, r.W, 0, "set-up: %s", strerror(errno));
-				for (int i = 0; i <= j; i++)
-					if (r.groups[i] >= 0)
-						close(r.groups[i]);
-				goto next;
-			}
-		}
-		for (int round = 0; round < warmup + rounds; round++) {
-			int m = round - warmup + 1, bad = 0, moved;
-			uint64_t ns = 0;
-			long other = 0;
-
-			/* Alternate the mask so every call really changes it. */
-			r.mask = round % 2 ? IN_ATTRIB : IN_ATTRIB | IN_MODIFY;
-			team_start(b, &r.team, r.W, 0, mu_worker, &r);
-			team_sync(&r.team);
-			team_sync(&r.team);
-			moved = team_join(&r.team);
-			for (int i = 0; i < r.W; i++) {
-				ns += r.ns[i];
-				bad += r.bad[i];
-			}
-			for (int j = 0; j < G; j++) {
-				struct raw_drained d;
-
-				raw_drain(r.groups[j], &d);
-				other += d.ignored + d.other + d.overflows;
-			}
-			if (bad || moved || other)
-				bench_fail(b, name, r.W, m, "%d updates did not return the watch's wd, "
-					   "%d workers off their CPU, %ld events", bad, moved, other);
-			if (m > 0)
-				bench_record(b, name, r.W, m, "update", (double)ns / G, "ns/watch",
-					     !bad && !moved && !other);
-		}
-		for (int j = 0; j < G; j++)
-			close(r.groups[j]);
-next:
-		free(r.groups);
-		free(r.wd);
-		free(r.ns);
-		free(r.bad);
+	for (int r = 0; r < warmup + rounds; r++) {
+		bench_progress(b, "mask-update, path-lookup round %d/%d", r + 1, warmup + rounds);
+		if (mu && bench_inotify_room(b, "mask-update", 1))
+			control_round(b, "mask-update", "update", mask_update_child, N,
+				      r - warmup + 1);
+		if (pl)
+			control_round(b, "path-lookup", "lookup", path_lookup_child, N,
+				      r - warmup + 1);
 	}
 }
 
@@ -607,11 +763,10 @@ static void run_timing_ab(struct bench *b)
 	bench_unpin_self(b);
 }
 
-void churn_controls(struct bench *b, const struct churn_opts *o, char **dpaths)
+void churn_controls(struct bench *b, const struct churn_opts *o)
 {
 	run_timing_ab(b);
 	run_bulk(b, o->bulk);
-	if (dpaths)
-		run_mask_update(b, &o->workers, dpaths, (int)o->groups);
+	run_single_controls(b, o->control_calls);
 	run_tree(b, o->tree_dirs);
 }

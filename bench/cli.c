@@ -27,7 +27,7 @@ static const struct bench_option common_options[] = {
 	{ .flag = "svg", .arg = "FILE", .type = OPT_STR, .off = C(svg),
 	  .help = "line charts of the scaling scenarios", .scen_flags = SCEN_CHARTS },
 	{ .flag = "dir", .arg = "DIR", .type = OPT_STR, .off = C(dir),
-	  .help = "where the scratch directory goes (default /dev/shm)",
+	  .help = "where the scratch directory goes, any filesystem (default /dev/shm)",
 	  .scen_flags = SCEN_MEASURES },
 	{ .flag = "cpus", .arg = "LIST", .type = OPT_CPUS, .off = C(cpus), .max = 4095,
 	  .help = "pin thread i to the i-th CPU of LIST (0,2,4 or 0-3)",
@@ -253,6 +253,20 @@ static int parse_value(struct binding *bd, const char *s)
 	return -1;
 }
 
+int cli_distinct(const struct long_list *l)
+{
+	int n = 0;
+
+	for (int i = 0; i < l->n; i++) {
+		bool dup = false;
+
+		for (int j = 0; j < i && !dup; j++)
+			dup = l->v[j] == l->v[i];
+		n += !dup;
+	}
+	return n;
+}
+
 /* The value of an option nobody set: unset (see cli.h). */
 static void unset(struct binding *bd)
 {
@@ -384,6 +398,10 @@ static int resolve(const struct scenario *sc, struct bench_opts *o)
 			return -1;
 		}
 		bd->resolved = true;
+		/* From here on `cpus` in a preset is the CPUs the workers go to:
+		 * those --cpus lists (common options come first). */
+		if (bd->row->type == OPT_CPUS && ((struct long_list *)field(bd))->n)
+			ncpus = cli_distinct((struct long_list *)field(bd));
 	}
 	o->size_name = size_names[o->size];
 	return 0;
@@ -456,6 +474,21 @@ static int check_variants(const struct scenario *sc, const struct bench_opts *o)
 	return 0;
 }
 
+/* The scenario's own refusals, and for quick those of every scenario it runs. */
+static int check_scenarios(const struct scenario *sc, const struct bench_opts *o)
+{
+	size_t n;
+	const struct scenario *const *all = scenarios(&n);
+
+	if (sc->check && sc->check(o) < 0)
+		return -1;
+	if (sc->flags & SCEN_SUMMARY)
+		for (size_t i = 0; i < n; i++)
+			if (all[i] != sc && all[i]->quick && all[i]->check && all[i]->check(o) < 0)
+				return -1;
+	return 0;
+}
+
 static int count_cpus(void)
 {
 	cpu_set_t set;
@@ -490,7 +523,9 @@ int cli_parse(int argc, char **argv, struct bench_opts *o)
 		return -1;
 	o->nargs = argc - optind;
 	o->args = argv + optind;
-	return check_args(sc, o) < 0 || check_variants(sc, o) < 0 ? -1 : 0;
+	if (check_args(sc, o) < 0 || check_variants(sc, o) < 0)
+		return -1;
+	return check_scenarios(sc, o);
 }
 
 bool cli_variant_on(const struct bench_opts *o, const char *name)
@@ -623,6 +658,6 @@ void cli_usage_of(FILE *f, const struct scenario *sc)
 	if (sc->size)
 		fprintf(f, "without --size, %s runs at the %s size\n", sc->name, sc->size);
 	if (words)
-		fputs("in presets, cpus is the number of CPUs this process may use, and a..b is a, "
-		      "2a, 4a, ... below b, then b\n", f);
+		fputs("in presets, cpus is the number of CPUs of --cpus (else of those this "
+		      "process may use), and a..b is a, 2a, 4a, ... below b, then b\n", f);
 }

@@ -45,10 +45,11 @@ enum opt_type {
  * One option. Its value goes to off bytes into the options of its table
  * (struct bench_opts for the common table, the scenario's opts for its
  * own). A preset is parsed like the flag's argument, where a number may
- * also be `cpus` (the CPUs this process may use), `cpus-N`, or the name of
- * an earlier option of the same table, and a list item `a..b` stands for
- * a, 2a, 4a, ... below b, and b. A NULL preset leaves the value unset (-1,
- * an empty list, NULL) for the scenario to decide; its help says how.
+ * also be `cpus` (the CPUs --cpus lists, else those this process may use),
+ * `cpus-N`, or the name of an earlier option of the same table, and a list
+ * item `a..b` stands for a, 2a, 4a, ... below b, and b. A NULL preset
+ * leaves the value unset (-1, an empty list, NULL) for the scenario to
+ * decide; its help says how.
  */
 struct bench_option {
 	const char *flag;
@@ -90,6 +91,8 @@ int cli_parse(int argc, char **argv, struct bench_opts *o);
 /* Give every option not on the command line its preset (ncpu: the CPUs
  * this process may use); -1 after saying why when a preset does not parse. */
 int cli_resolve(struct bench_opts *o, int ncpu);
+/* How many different values a list holds (--cpus: a CPU named twice is one). */
+int cli_distinct(const struct long_list *l);
 /* Whether variant name is selected by --variants. */
 bool cli_variant_on(const struct bench_opts *o, const char *name);
 /* The general usage (every subcommand, the common options). */

@@ -30,6 +30,8 @@ void csv_write(FILE *f, const struct row *r)
 	put_field(f, r->scenario);
 	fputc(',', f);
 	put_field(f, r->variant);
+	if (r->oversub)
+		fputs(CSV_OVERSUB, f);
 	fputc(',', f);
 	put_field(f, r->kernel);
 	fprintf(f, ",%ld,%d,", r->workers, r->round);
@@ -86,6 +88,9 @@ static int parse_line(char *line, struct row *r)
 	if (strcmp(f[8], "0") && strcmp(f[8], "1"))
 		return -1;
 	r->ok = f[8][0] == '1';
+	/* The label stays in the variant: such rows are a key of their own. */
+	r->oversub = strlen(r->variant) > strlen(CSV_OVERSUB) &&
+		     !strcmp(r->variant + strlen(r->variant) - strlen(CSV_OVERSUB), CSV_OVERSUB);
 	return 0;
 }
 

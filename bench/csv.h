@@ -2,6 +2,7 @@
 /*
  * The run CSV: one row per measured round and metric,
  *   scenario,variant,kernel,workers,round,metric,value,unit,semantic_ok
+ * (a row whose threads outnumbered the CPUs has CSV_OVERSUB after its variant)
  * appended to the file named by --csv (the header is written when the file
  * is new), and read back by `fsnw-bench report`.
  */
@@ -24,7 +25,12 @@ struct row {
 	double value;
 	char unit[20];
 	bool ok;       /* the round's semantic checks passed */
+	bool oversub;  /* more busy threads than CPUs: the CSV's variant says so */
 };
+
+/* What the CSV appends to the variant of an oversubscribed row, so that report
+ * never compares it with a row whose workers each had a CPU. */
+#define CSV_OVERSUB " (oversubscribed)"
 
 /* Open path for appending rows; writes the header to an empty file. NULL + errno. */
 FILE *csv_open(const char *path);

@@ -162,6 +162,45 @@ static void put(FILE *f, const char *key, const char *value)
 	fputc('\n', f);
 }
 
+/*
+ * Which scales ran with more busy threads than CPUs: "churn workers 4,8;
+ * parent-write clients 4 (2 CPUs)", or "no". The rows carry it too.
+ */
+static void put_oversub(FILE *f, const struct bench *b)
+{
+	char buf[1024];
+	size_t off = 0;
+	const char *last = NULL;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < b->nrows && off < sizeof(buf); i++) {
+		const struct row *r = &b->rows[i];
+		bool seen = false;
+
+		if (!r->oversub)
+			continue;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = b->rows[j].oversub && b->rows[j].workers == r->workers &&
+			       !strcmp(b->rows[j].scenario, r->scenario);
+		if (seen)
+			continue;
+		if (last && !strcmp(last, r->scenario))
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off, ",%ld", r->workers);
+		else
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s at %ld",
+						last ? "; " : "", r->scenario, r->workers);
+		last = r->scenario;
+	}
+	if (!last) {
+		put(f, "oversubscribed", "no");
+		return;
+	}
+	if (off < sizeof(buf))
+		snprintf(buf + off, sizeof(buf) - off, " (more busy threads than the %d CPUs)",
+			 bench_cpus(b));
+	put(f, "oversubscribed", buf);
+}
+
 static void put_sysctl(FILE *f, const char *name)
 {
 	char path[256], key[128], value[64];
@@ -230,6 +269,15 @@ int envrec_write(const char *path, const struct bench *b)
 		snprintf(buf, sizeof(buf), "0x%08lx", (unsigned long)sfs.f_type);
 		put(f, "fs_magic", buf);
 	}
+	/* Where a scenario measured on another filesystem than the scratch
+	 * directory's (merge's private tmpfs), its own line says so. */
+	for (int i = 0; i < b->nfs_notes; i++) {
+		char key[64];
+
+		snprintf(key, sizeof(key), "fs.%s", b->fs_notes[i].scenario);
+		put(f, key, b->fs_notes[i].fs);
+	}
+	put_oversub(f, b);
 	put_sysctl(f, "fs.inotify.max_user_instances");
 	put_sysctl(f, "fs.inotify.max_user_watches");
 	put_sysctl(f, "fs.inotify.max_queued_events");

@@ -11,7 +11,7 @@
 
 struct bench;
 
-#define ENVREC_MAX 64
+#define ENVREC_MAX 96
 
 struct envrec {
 	size_t n;

@@ -3,7 +3,9 @@
  * openclose (seed 002's event-path check): one worker opens and closes one
  * file N times, modes none / other / parent, with a listener on another CPU
  * draining the parent watch (raw or through the library). Metric: p50 and
- * p99 ns per open+close, and ops/s.
+ * p99 ns per open+close, and ops/s. The seed ran on XFS: the filesystem of
+ * the scratch directory (--dir) is named in the table and the environment
+ * record.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -69,6 +71,7 @@ static void oc_round(struct bench *b, const char *variant, const char *dir, cons
 		r.prefix = "target";
 		reader_start(b, &r, 1);
 	}
+	bench_busy(b, parent); /* the listener is a busy thread too */
 	start = now_ns();
 	for (long i = 0; i < N; i++) {
 		uint64_t t0 = now_ns();
@@ -116,6 +119,7 @@ static void oc_round(struct bench *b, const char *variant, const char *dir, cons
 			bench_record(b, variant, 1, m, "events", (double)r.events, "events", ok);
 	}
 out:
+	bench_busy(b, 0);
 	if (fd >= 0)
 		close(fd);
 	fsnw_close(r.w);
@@ -143,6 +147,8 @@ static int oc_run(struct bench *b)
 		snprintf(to, sizeof(to), "%s/target", dir);
 		err = rename(from, to) < 0 ? -errno : 0;
 	}
+	if (!err)
+		bench_note_fs(b, dir);
 	lat = malloc((size_t)N * sizeof(*lat));
 	if (err || !lat) {
 		bench_fail(b, "none", 1, 0, "set-up: %s", strerror(err ? -err : ENOMEM));
@@ -171,7 +177,11 @@ static int oc_run(struct bench *b)
 
 static void oc_quick(struct bench *b, struct quick *q)
 {
-	quick_row(q, "openclose p50, parent watch", "ns", quick_need(q, "parent-raw", 1, "p50"),
+	const char *fs = bench_fs_of(b, "openclose");
+	char label[96];
+
+	snprintf(label, sizeof(label), "openclose p50, parent watch (%s)", fs ? fs : "?");
+	quick_row(q, label, "ns", quick_need(q, "parent-raw", 1, "p50"),
 		  NAN, quick_need(q, "parent-lib", 1, "p50"), NAN,
 		  "p99 %.0f / %.0f; no watch p50 %.0f; events raw %.0f, lib %.0f (merged)",
 		  quick_need(q, "parent-raw", 1, "p99"), quick_need(q, "parent-lib", 1, "p99"),

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * parent-write (seed 002, Jan Kara's load): a tmpfs directory of F files of
- * 4 KiB; X client threads, client i opens file i and does N one-byte pwrites
- * at offset 0, then closes it. Modes: none (no watch), other (an IN_MODIFY
+ * parent-write (seed 002, Jan Kara's load): a directory of F files of 4 KiB;
+ * X client threads, client i opens file i and does N one-byte pwrites at
+ * offset 0, then closes it. Modes: none (no watch), other (an IN_MODIFY
  * watch on another directory of the filesystem), parent (an IN_MODIFY watch
- * on the directory itself) with a reader draining it during the run, raw or
- * through the library. Metric: ns per write and writes/s per X; for parent,
- * events received, merged, overflows. The library must not slow the writers.
+ * on the directory itself and nothing else, as in the seed: no reader runs,
+ * the kernel queue is drained after the round), and parent-reader-raw /
+ * parent-reader-lib (the same watch drained during the run by a reader
+ * thread, raw or through the library: the library must not slow the
+ * writers). Metric: ns per write per X, the clients' wall time (as the seed
+ * measures it, preemption included) and their CPU time (without it), and
+ * writes/s; for the parent modes the events that came and overflows.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -44,21 +49,35 @@ static const struct bench_option options[] = {
 };
 #undef F
 
-static const char *const variants[] = { "none", "other", "parent-raw", "parent-lib", NULL };
+static const char *const variants[] = {
+	"none", "other", "parent", "parent-reader-raw", "parent-reader-lib", NULL,
+};
 
 struct pw {
 	struct team team;
 	const char *dir;
 	long N;
 	uint64_t *t0, *t1;
+	uint64_t *cpu;   /* each client's CPU time for its writes */
 	long *bad;
 	int *err;
 };
+
+/* CPU time of the calling thread: what a client spent writing, without the
+ * time it waited for a CPU. */
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void client(struct team *t, int idx)
 {
 	struct pw *p = t->arg;
 	char path[4200];
+	uint64_t c0;
 	long bad = 0;
 	int fd;
 
@@ -67,14 +86,59 @@ static void client(struct team *t, int idx)
 	if (fd < 0)
 		p->err[idx] = errno;
 	team_sync(t);
+	c0 = cpu_ns();
 	p->t0[idx] = now_ns();
 	for (long i = 0; fd >= 0 && i < p->N; i++)
 		bad += pwrite(fd, "x", 1, 0) != 1;
 	p->t1[idx] = now_ns();
+	p->cpu[idx] = cpu_ns() - c0;
 	if (fd >= 0)
 		close(fd);
 	p->bad[idx] = bad;
 	team_sync(t);
+}
+
+/* What came on the parent watch of the seed's mode, read after the round. */
+struct pw_drained {
+	long events, overflows, unexpected, missing;
+	int err;
+};
+
+/* Read the kernel queue dry (the round is over): only IN_MODIFY on the X
+ * clients' files may be there, and each file once at least unless an
+ * overflow lost its events. */
+static void drain_parent(int fd, int X, struct pw_drained *d)
+{
+	static char buf[EVBUF_SIZE] __attribute__((aligned(8)));
+	unsigned char *seen = calloc((size_t)X, 1);
+	long n;
+
+	memset(d, 0, sizeof(*d));
+	if (!seen) {
+		d->err = -ENOMEM;
+		return;
+	}
+	while ((n = raw_read(fd, buf, sizeof(buf))) > 0)
+		for_each_inotify_event(ev, buf, n) {
+			char *end;
+			long i;
+
+			if (ev->mask & IN_Q_OVERFLOW) {
+				d->overflows++;
+				continue;
+			}
+			d->events++;
+			i = ev->len && ev->name[0] == 'f' ? strtol(ev->name + 1, &end, 10) : -1;
+			if (ev->mask != IN_MODIFY || i < 0 || i >= X || *end)
+				d->unexpected++;
+			else
+				seen[i] = 1;
+		}
+	if (n < 0)
+		d->err = (int)n;
+	for (int i = 0; i < X; i++)
+		d->missing += !seen[i];
+	free(seen);
 }
 
 static void pw_round(struct bench *b, const char *variant, const char *dir, const char *other,
@@ -83,8 +147,10 @@ static void pw_round(struct bench *b, const char *variant, const char *dir, cons
 	struct pw p = { .dir = dir, .N = N };
 	struct reader r;
 	struct fsnw_stats st;
-	bool parent = !strncmp(variant, "parent", 6), lib = !strcmp(variant, "parent-lib");
-	uint64_t sum = 0, first = UINT64_MAX, last = 0;
+	struct pw_drained dr = { 0 };
+	bool parent = !strncmp(variant, "parent", 6), lib = !strcmp(variant, "parent-reader-lib");
+	bool reader = !strncmp(variant, "parent-reader", 13);
+	uint64_t sum = 0, cpu = 0, first = UINT64_MAX, last = 0;
 	long bad = 0, missing = 0;
 	int fd = -1, err = 0, moved;
 	bool ok = true;
@@ -93,9 +159,10 @@ static void pw_round(struct bench *b, const char *variant, const char *dir, cons
 	r.fd = -1;
 	p.t0 = calloc((size_t)X, sizeof(uint64_t));
 	p.t1 = calloc((size_t)X, sizeof(uint64_t));
+	p.cpu = calloc((size_t)X, sizeof(uint64_t));
 	p.bad = calloc((size_t)X, sizeof(long));
 	p.err = calloc((size_t)X, sizeof(int));
-	if (!p.t0 || !p.t1 || !p.bad || !p.err)
+	if (!p.t0 || !p.t1 || !p.cpu || !p.bad || !p.err)
 		bench_fatal(b, "out of memory");
 	if (lib) {
 		err = lib_open(&r.w, FSNW_BACKEND_INOTIFY, 0, 0, 0);
@@ -113,7 +180,7 @@ static void pw_round(struct bench *b, const char *variant, const char *dir, cons
 		bench_fail(b, variant, X, m, "set-up: %s", strerror(-err));
 		goto out;
 	}
-	if (parent) {
+	if (reader) {
 		r.mask = FSNW_MODIFY;
 		r.prefix = "f";
 		r.nnames = X;
@@ -122,14 +189,16 @@ static void pw_round(struct bench *b, const char *variant, const char *dir, cons
 			bench_fatal(b, "out of memory");
 		reader_start(b, &r, X);
 	}
+	bench_busy(b, reader);
 	team_start(b, &p.team, X, 0, client, &p);
 	team_sync(&p.team);
 	team_sync(&p.team);
 	moved = team_join(&p.team);
-	if (parent)
+	if (reader)
 		reader_stop(&r);
 	for (int i = 0; i < X; i++) {
 		sum += p.t1[i] - p.t0[i];
+		cpu += p.cpu[i];
 		first = p.t0[i] < first ? p.t0[i] : first;
 		last = p.t1[i] > last ? p.t1[i] : last;
 		bad += p.bad[i];
@@ -141,7 +210,18 @@ static void pw_round(struct bench *b, const char *variant, const char *dir, cons
 			   bad, err ? strerror(err) : "ok", moved);
 		ok = false;
 	}
-	if (parent) {
+	if (!strcmp(variant, "parent")) {
+		/* The seed's shape: nobody read during the run; drain now, untimed. */
+		drain_parent(fd, X, &dr);
+		if (dr.err || dr.unexpected || !dr.events || (dr.missing && !dr.overflows)) {
+			bench_fail(b, variant, X, m, "queue after the round: %ld events, %ld "
+				   "unexpected, %ld files never reported, %ld overflows%s%s",
+				   dr.events, dr.unexpected, dr.missing, dr.overflows,
+				   dr.err ? ", " : "", dr.err ? strerror(-dr.err) : "");
+			ok = false;
+		}
+	}
+	if (reader) {
 		for (int i = 0; i < X; i++)
 			missing += !r.seen[i];
 		/* An overflow may lose a file's events; without one, each must show. */
@@ -180,9 +260,15 @@ static void pw_round(struct bench *b, const char *variant, const char *dir, cons
 		double writes = (double)X * (double)N;
 
 		bench_record(b, variant, X, m, "write", (double)sum / writes, "ns/write", ok);
+		bench_record(b, variant, X, m, "write-cpu", (double)cpu / writes, "ns/write", ok);
 		bench_record(b, variant, X, m, "writes/s", writes / ((double)(last - first) / 1e9),
 			     "writes/s", ok);
-		if (parent) {
+		if (!strcmp(variant, "parent")) {
+			bench_record(b, variant, X, m, "events", (double)dr.events, "events", ok);
+			bench_record(b, variant, X, m, "overflows", (double)dr.overflows, "events",
+				     ok);
+		}
+		if (reader) {
 			bench_record(b, variant, X, m, "events", (double)r.events, "events", ok);
 			bench_record(b, variant, X, m, "kernel-events",
 				     lib ? (double)st.events_read : (double)r.events, "events", ok);
@@ -194,12 +280,14 @@ static void pw_round(struct bench *b, const char *variant, const char *dir, cons
 		}
 	}
 out:
+	bench_busy(b, 0);
 	if (fd >= 0)
 		close(fd);
 	fsnw_close(r.w);
 	reader_free(&r);
 	free(p.t0);
 	free(p.t1);
+	free(p.cpu);
 	free(p.bad);
 	free(p.err);
 }
@@ -211,37 +299,34 @@ static double pw_med(struct bench *b, const char *variant, long X, const char *m
 
 static void pw_summary(struct bench *b)
 {
-	const char *heads[] = { "clients", "none ns/w", "raw ns/w", "lib ns/w", "lib/raw",
-				"raw events", "lib events", "lib merged", "raw ovf", "lib ovf" };
-	const double nan = NAN;
+	const char *heads[] = { "clients", "none ns/w", "parent ns/w", "parent/none",
+				"parent cpu ns/w", "events", "ovf", "reader raw ns/w",
+				"reader lib ns/w", "lib/raw", "lib merged" };
 	struct table t;
 	char x[32];
 
-	table_init(&t, "rrrrrrrrrr", heads);
+	table_init(&t, "rrrrrrrrrrr", heads);
 	for (int k = 0; k < opt.clients.n; k++) {
 		long X = opt.clients.v[k];
-		double v[9] = {
-			pw_med(b, "none", X, "write"),
-			pw_med(b, "parent-raw", X, "write"),
-			pw_med(b, "parent-lib", X, "write"),
-			nan,
-			pw_med(b, "parent-raw", X, "events"),
-			pw_med(b, "parent-lib", X, "events"),
-			pw_med(b, "parent-lib", X, "merged"),
-			pw_med(b, "parent-raw", X, "overflows"),
-			pw_med(b, "parent-lib", X, "overflows"),
+		double none = pw_med(b, "none", X, "write"), par = pw_med(b, "parent", X, "write");
+		double rr = pw_med(b, "parent-reader-raw", X, "write");
+		double rl = pw_med(b, "parent-reader-lib", X, "write");
+		double v[10] = {
+			none, par, par / none, pw_med(b, "parent", X, "write-cpu"),
+			pw_med(b, "parent", X, "events"), pw_med(b, "parent", X, "overflows"),
+			rr, rl, rl / rr, pw_med(b, "parent-reader-lib", X, "merged"),
 		};
 
-		if (isnan(v[1]) && isnan(v[2]))
+		if (isnan(par) && isnan(rr) && isnan(rl))
 			continue;
-		v[3] = v[2] / v[1];
 		table_cell(&t, "%ld", X);
-		for (int i = 0; i < 9; i++)
+		for (int i = 0; i < 10; i++)
 			table_cell(&t, "%s", fmt_num(x, sizeof(x), v[i]));
 	}
 	if (t.nrows) {
-		printf("\n-- parent-write: writers under a parent watch, raw reader vs library "
-		       "reader (medians) --\n");
+		printf("\n-- parent-write on %s: the seed's shape (no reader, events drained after "
+		       "the round) and the reader variants (medians) --\n",
+		       bench_fs_of(b, "parent-write") ? bench_fs_of(b, "parent-write") : "?");
 		table_print(&t, stdout);
 	}
 	table_free(&t);
@@ -249,7 +334,7 @@ static void pw_summary(struct bench *b)
 
 static int pw_run(struct bench *b)
 {
-	char dir[4096], other[4096];
+	char dir[4096], other[4096], title[128];
 	long F = opt.files, N = opt.writes;
 	int warmup, rounds, err;
 	struct chart *c;
@@ -265,6 +350,7 @@ static int pw_run(struct bench *b)
 		bench_end(b);
 		return 0;
 	}
+	bench_note_fs(b, dir);
 	bench_rounds(b, bench_pick(b, 0, 1, 1, 1), (int)bench_pick(b, 2, 3, 5, 5), &warmup,
 		     &rounds);
 	for (int k = 0; k < opt.clients.n; k++) {
@@ -285,11 +371,17 @@ static int pw_run(struct bench *b)
 					continue;
 				bench_progress(b, "%s X=%d round %d/%d", name, X, r + 1,
 					       warmup + rounds);
+				bench_trace(b, "%s X=%d round %d: %s", name, X, r - warmup + 1,
+					    !strcmp(name, "parent") ? "IN_MODIFY on the directory, no "
+					    "reader, queue drained after the round" :
+					    !strncmp(name, "parent-reader", 13) ? "IN_MODIFY on the "
+					    "directory, a reader thread during the run" : "no parent watch");
 				pw_round(b, name, dir, other, X, N, r - warmup + 1);
 			}
 	}
-	c = chart_new("parent-write: 1-byte pwrite cost under a watch (tmpfs)", "clients",
-		      "ns per write", false, false);
+	snprintf(title, sizeof(title), "parent-write: 1-byte pwrite cost under a watch (%s)",
+		 bench_fs_of(b, "parent-write"));
+	c = chart_new(title, "clients", "ns per write", false, false);
 	for (int v = 0; variants[v]; v++)
 		for (int k = 0; k < opt.clients.n; k++)
 			chart_point(c, variants[v], (double)opt.clients.v[k],
@@ -311,21 +403,25 @@ static int pw_run(struct bench *b)
 
 static void pw_quick(struct bench *b, struct quick *q)
 {
-	char label[96];
+	const char *fs = bench_fs_of(b, "parent-write");
+	char label[128], wl[64];
 
 	for (int k = 0; k < opt.clients.n; k++) {
 		long X = opt.clients.v[k];
 
-		snprintf(label, sizeof(label), "parent-write X=%ld, writer cost", X);
-		quick_row(q, label, "ns/write", quick_need(q, "parent-raw", X, "write"), NAN,
-			  quick_need(q, "parent-lib", X, "write"), NAN,
-			  "no watch %.0f; events read raw %.0f, lib delivered %.0f (merged %.0f); "
-			  "overflows %.0f/%.0f", quick_need(q, "none", X, "write"),
-			  quick_need(q, "parent-raw", X, "events"),
-			  quick_need(q, "parent-lib", X, "events"),
-			  quick_need(q, "parent-lib", X, "merged"),
-			  quick_need(q, "parent-raw", X, "overflows"),
-			  quick_need(q, "parent-lib", X, "overflows"));
+		snprintf(label, sizeof(label), "parent-write %s, writer cost (%s)",
+			 bench_workers_label(b, "X", X, wl, sizeof(wl)), fs ? fs : "?");
+		quick_row(q, label, "ns/write", quick_need(q, "parent-reader-raw", X, "write"), NAN,
+			  quick_need(q, "parent-reader-lib", X, "write"), NAN,
+			  "with a reader; seed shape (no reader): no watch %.0f, parent watch %.0f; "
+			  "events read raw %.0f, lib delivered %.0f (merged %.0f); overflows "
+			  "%.0f/%.0f", quick_need(q, "none", X, "write"),
+			  quick_need(q, "parent", X, "write"),
+			  quick_need(q, "parent-reader-raw", X, "events"),
+			  quick_need(q, "parent-reader-lib", X, "events"),
+			  quick_need(q, "parent-reader-lib", X, "merged"),
+			  quick_need(q, "parent-reader-raw", X, "overflows"),
+			  quick_need(q, "parent-reader-lib", X, "overflows"));
 	}
 }
 
@@ -339,4 +435,5 @@ BENCH_SCENARIO(parent_write) = {
 	.options = options,
 	.opts = &opt,
 	.quick = pw_quick,
+	.quick_variants = "none,parent,parent-reader-raw,parent-reader-lib",
 };

@@ -6,15 +6,20 @@
  *   candidate vs each control      C / A - 1, C / B - 1
  *   candidate vs their midpoint    C / ((A + B) / 2) - 1
  *   control drift, both forms      |B - A| / ((A + B) / 2)  and  B / A - 1
- * and the gates, set before the runs (seed 000's by default): a change of at
- * least 5% against both controls in the same direction, drift below 5%, CV
- * at most 15% in every run, every round's checks passed. A metric that
- * misses a gate is labelled so and its changes are shown in parentheses:
- * they are not results. Runs made under emulation (the environment record
- * says emulated=yes, as fsnw-bench-vm --accel tcg writes) get no verdict:
- * their timings do not compare kernels, only their checks mean something.
+ * where the candidate may itself be the midpoint of two runs (seed 001:
+ * --candidate I,J). Then a verdict, from gates set before the runs (seed
+ * 000's by default). The quality gates: every round's checks passed, CV at
+ * most 15% in every run, two controls whose drift stays below 5%. A metric
+ * that misses one is a GATE MISS, its changes shown in parentheses: they
+ * are not results. A clean metric is a `signal` when it changed by at least
+ * 5% against both controls in the same direction, and `no signal` when it
+ * did not (the seeds' "stayed below the pre-registered 5% threshold"): that
+ * too is a result. Runs made under emulation (the environment record says
+ * emulated=yes, as fsnw-bench-vm --accel tcg writes) get no verdict: their
+ * timings do not compare kernels, only their checks mean something.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +44,10 @@ static const struct bench_option options[] = {
 	{ .flag = "controls", .arg = "I,J", .type = OPT_LIST, .off = F(controls), .min = 1,
 	  .max = 1000, .max_items = 2,
 	  .help = "the control runs (default: the first and the last)" },
-	{ .flag = "candidate", .arg = "LIST", .type = OPT_LIST, .off = F(candidates), .min = 1,
-	  .max = 1000, .help = "the candidate runs (default: every run between the controls)" },
+	{ .flag = "candidate", .arg = "I[,J]", .type = OPT_LIST, .off = F(candidates), .min = 1,
+	  .max = 1000, .max_items = 2,
+	  .help = "the candidate run, or I,J: the midpoint of runs I and J (default: every run "
+		  "between the controls, one by one)" },
 	{ .flag = "min-change", .arg = "PCT", .type = OPT_PCT, .off = F(min_change),
 	  .preset = { "5", "5", "5", "5" },
 	  .help = "a signal changes at least this much against every control" },
@@ -155,78 +162,157 @@ static void describe_runs(struct run *runs, int n)
 		}
 }
 
-/* Gate verdict for one metric; `why` lists what missed. */
-static bool gates(const struct report_opts *o, const struct stat_of *st, const int *idx, int nst,
-		  int nctl, double vs_a, double vs_b, double drift, char *why, size_t len)
+/*
+ * v, with enough decimals (at least dec) that printed beside the limit
+ * printed with %g it compares to it the way v does: never "CV 15.0% > 15%"
+ * for a CV of 15.007%.
+ */
+static const char *beside(char *buf, size_t len, double v, double limit, int dec)
 {
-	size_t off = 0;
+	for (; dec < 9; dec++) {
+		double shown;
+
+		snprintf(buf, len, "%.*f", dec, v);
+		shown = strtod(buf, NULL);
+		if ((shown > limit) == (v > limit) && (shown < limit) == (v < limit))
+			break;
+	}
+	return buf;
+}
+
+/* frac as a percentage to 9 decimals: a change of exactly 5% must compare as
+ * 5, not as 4.999999999999999 (and then print as 5.00 below the gate). */
+static double pct_of(double frac)
+{
+	return round(frac * 1e11) / 1e9;
+}
+
+struct why {
+	char text[400];
+	size_t off;
+};
+
+static void why_add(struct why *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void why_add(struct why *w, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (w->off >= sizeof(w->text))
+		return;
+	if (w->off)
+		w->off += (size_t)snprintf(w->text + w->off, sizeof(w->text) - w->off, "; ");
+	if (w->off >= sizeof(w->text))
+		return;
+	va_start(ap, fmt);
+	w->off += (size_t)vsnprintf(w->text + w->off, sizeof(w->text) - w->off, fmt, ap);
+	va_end(ap);
+}
+
+/* The quality gates: whether the numbers may be read at all. */
+static bool quality(const struct report_opts *o, const struct stat_of *st, const int *idx,
+		    int nst, int nctl, double drift, struct why *w)
+{
+	char x[32];
 	bool ok = true;
 
-#define MISS(...)                                                                           \
-	do {                                                                               \
-		ok = false;                                                                \
-		if (off < len)                                                             \
-			off += (size_t)snprintf(why + off, len - off, "%s", off ? "; " : ""); \
-		if (off < len)                                                             \
-			off += (size_t)snprintf(why + off, len - off, __VA_ARGS__);        \
-	} while (0)
-
-	why[0] = '\0';
 	for (int i = 0; i < nst; i++)
-		if (!st[i].ok)
-			MISS("checks failed in run %d", idx[i]);
+		if (!st[i].ok) {
+			why_add(w, "checks failed in run %d", idx[i]);
+			ok = false;
+		}
 	for (int i = 0; i < nst; i++) {
-		if (isnan(st[i].s.cv))
-			MISS("CV unknown in run %d (%zu round)", idx[i], st[i].s.n);
-		else if (st[i].s.cv > o->max_cv)
-			MISS("CV %.1f%% > %.0f%% in run %d", st[i].s.cv, o->max_cv, idx[i]);
+		if (isnan(st[i].s.cv)) {
+			why_add(w, "CV unknown in run %d (%zu round)", idx[i], st[i].s.n);
+			ok = false;
+		} else if (pct_of(st[i].s.cv / 100) > o->max_cv) {
+			why_add(w, "CV %s%% > %g%% in run %d",
+				beside(x, sizeof(x), pct_of(st[i].s.cv / 100), o->max_cv, 1),
+				o->max_cv, idx[i]);
+			ok = false;
+		}
 	}
-	if (nctl < 2)
-		MISS("one control: drift unknown");
-	else if (isnan(drift))
-		MISS("drift undefined (zero controls)");
-	else if (drift * 100 >= o->max_drift)
-		MISS("drift %.2f%% >= %.0f%%", drift * 100, o->max_drift);
-	if (isnan(vs_a) || isinf(vs_a))
-		MISS("change undefined (zero control)");
-	else if (fabs(vs_a) * 100 < o->min_change)
-		MISS("change vs run %d %.2f%% < %.0f%%", idx[1], fabs(vs_a) * 100, o->min_change);
-	if (nctl == 2 && !isnan(vs_a) && !isnan(vs_b)) {
-		if (fabs(vs_b) * 100 < o->min_change)
-			MISS("change vs run %d %.2f%% < %.0f%%", idx[2], fabs(vs_b) * 100,
-			     o->min_change);
-		if ((vs_a > 0) != (vs_b > 0))
-			MISS("the controls disagree on the direction");
+	if (nctl < 2) {
+		why_add(w, "one control: drift unknown");
+		ok = false;
+	} else if (isnan(drift)) {
+		why_add(w, "drift undefined (zero controls)");
+		ok = false;
+	} else if (pct_of(drift) >= o->max_drift) {
+		why_add(w, "drift %s%% >= %g%%", beside(x, sizeof(x), pct_of(drift), o->max_drift, 2),
+			o->max_drift);
+		ok = false;
 	}
-#undef MISS
 	return ok;
 }
 
-static void compare(const struct report_opts *o, struct run *runs, int cand, int ca, int cb)
+/* Given clean numbers: whether the change is a signal; if not, why not. */
+static bool signal_of(const struct report_opts *o, const int *ctl, int nctl, double vs_a,
+		      double vs_b, struct why *w)
+{
+	double vs[2] = { vs_a, vs_b };
+	char x[32];
+	bool ok = true;
+
+	for (int k = 0; k < nctl; k++) {
+		if (isnan(vs[k]) || isinf(vs[k])) {
+			why_add(w, "change vs run %d undefined (zero control)", ctl[k]);
+			ok = false;
+		} else if (pct_of(fabs(vs[k])) < o->min_change) {
+			why_add(w, "change vs run %d %s%% < %g%%", ctl[k],
+				beside(x, sizeof(x), pct_of(fabs(vs[k])), o->min_change, 2),
+				o->min_change);
+			ok = false;
+		}
+	}
+	if (nctl == 2 && ok && (vs_a > 0) != (vs_b > 0)) {
+		why_add(w, "the controls disagree on the direction");
+		ok = false;
+	}
+	return ok;
+}
+
+enum verdict { V_SIGNAL, V_NONE, V_MISS, V_EMULATED };
+
+struct cand {
+	int run[2];   /* 0-based; run[1] < 0: a single run */
+};
+
+static void compare(const struct report_opts *o, struct run *runs, struct cand cd, int ca, int cb)
 {
 	const char *heads[] = { "scenario", "variant", "workers", "metric", "unit", "ctl A",
 				"candidate", "ctl B", "vs A", "vs B", "vs mid", "drift |B-A|/mid",
 				"drift B/A-1", "verdict" };
-	struct run *C = &runs[cand], *A = &runs[ca], *B = cb >= 0 ? &runs[cb] : NULL;
+	struct run *C = &runs[cd.run[0]], *C2 = cd.run[1] >= 0 ? &runs[cd.run[1]] : NULL;
+	struct run *A = &runs[ca], *B = cb >= 0 ? &runs[cb] : NULL;
 	struct table t;
-	int signals = 0, misses = 0;
-	bool emu = emulated(C) || emulated(A) || (B && emulated(B));
+	int count[4] = { 0 };
+	bool emu = emulated(C) || (C2 && emulated(C2)) || emulated(A) || (B && emulated(B));
+	char what[64], ctl[64];
 
-	printf("\ncandidate: run %d vs control%s run %d%s", cand + 1, B ? "s" : "", ca + 1,
-	       B ? "" : "\n");
+	if (C2)
+		snprintf(what, sizeof(what), "the midpoint of runs %d and %d", cd.run[0] + 1,
+			 cd.run[1] + 1);
+	else
+		snprintf(what, sizeof(what), "run %d", cd.run[0] + 1);
 	if (B)
-		printf(" and run %d\n", cb + 1);
-	printf("gates: change >= %.0f%% against %s (same direction), drift |B-A|/mid < %.0f%%, "
-	       "CV <= %.0f%% in every run, all checks passed\n", o->min_change,
-	       B ? "both controls" : "the control", o->max_drift, o->max_cv);
+		snprintf(ctl, sizeof(ctl), "controls run %d and run %d", ca + 1, cb + 1);
+	else
+		snprintf(ctl, sizeof(ctl), "control run %d", ca + 1);
+	printf("\ncandidate: %s vs %s\n", what, ctl);
+	printf("gates: CV <= %g%% in every run, drift |B-A|/mid < %g%%, all checks passed; a "
+	       "signal changes >= %g%% against %s (same direction), else no signal\n", o->max_cv,
+	       o->max_drift, o->min_change, B ? "both controls" : "the control");
 	table_init(&t, "llrllrrrrrrrrl", heads);
 	for (long i = 0; i < C->nrows; i++) {
 		const struct row *key = &C->rows[i];
-		struct stat_of st[3];
-		int idx[3] = { cand + 1, ca + 1, cb + 1 };
-		double vs_a, vs_b = NAN, mid = NAN, drift = NAN, drift_rel = NAN;
-		char x[32], y[32], z[32], why[400];
-		bool seen = false, ok;
+		/* The candidate's runs first, then the controls. */
+		struct stat_of st[4];
+		int idx[4], nst = 0, ctl_idx[2] = { ca + 1, cb + 1 };
+		double c, vs_a, vs_b = NAN, mid = NAN, drift = NAN, drift_rel = NAN;
+		char x[32], y[32], z[32];
+		struct why why = { .off = 0 };
+		enum verdict v;
+		bool seen = false, found = true;
 
 		if (o->scenario && strcmp(key->scenario, o->scenario))
 			continue;
@@ -234,50 +320,68 @@ static void compare(const struct report_opts *o, struct run *runs, int cand, int
 			seen = same_key(&C->rows[j], key);
 		if (seen)
 			continue;
-		stat_key(C, key, &st[0]);
-		stat_key(A, key, &st[1]);
-		if (B)
-			stat_key(B, key, &st[2]);
-		if (!st[1].found || (B && !st[2].found))
-			continue; /* not measured in every run */
-		vs_a = st[0].s.median / st[1].s.median - 1;
+		why.text[0] = '\0';
+		stat_key(C, key, &st[nst]);
+		idx[nst++] = cd.run[0] + 1;
+		if (C2) {
+			stat_key(C2, key, &st[nst]);
+			idx[nst++] = cd.run[1] + 1;
+		}
+		stat_key(A, key, &st[nst]);
+		idx[nst++] = ca + 1;
 		if (B) {
-			double a = st[1].s.median, b = st[2].s.median, m = (a + b) / 2;
+			stat_key(B, key, &st[nst]);
+			idx[nst++] = cb + 1;
+		}
+		for (int k = 0; k < nst; k++)
+			found &= st[k].found;
+		if (!found)
+			continue; /* not measured in every run */
+		c = C2 ? (st[0].s.median + st[1].s.median) / 2 : st[0].s.median;
+		{
+			double a = st[C2 ? 2 : 1].s.median;
 
-			vs_b = st[0].s.median / b - 1;
-			mid = st[0].s.median / m - 1;
-			drift = fabs(b - a) / m;
-			drift_rel = b / a - 1;
+			vs_a = c / a - 1;
+			if (B) {
+				double bm = st[nst - 1].s.median, m = (a + bm) / 2;
+
+				vs_b = c / bm - 1;
+				mid = c / m - 1;
+				drift = fabs(bm - a) / m;
+				drift_rel = bm / a - 1;
+			}
 		}
-		ok = gates(o, st, idx, B ? 3 : 2, B ? 2 : 1, vs_a, vs_b, drift, why, sizeof(why));
 		if (emu) {
-			/* Only the checks count; the rest of `why` is about timing. */
-			ok = false;
-			snprintf(why, sizeof(why), "%s", "emulated: functional only");
-			for (int k = 0; k < (B ? 3 : 2); k++)
+			/* Only the checks count; the rest would be about timing. */
+			v = V_EMULATED;
+			why_add(&why, "emulated: functional only");
+			for (int k = 0; k < nst; k++)
 				if (!st[k].ok)
-					snprintf(why + strlen(why), sizeof(why) - strlen(why),
-						 "; checks failed in run %d", idx[k]);
+					why_add(&why, "checks failed in run %d", idx[k]);
+		} else if (!quality(o, st, idx, nst, B ? 2 : 1, drift, &why)) {
+			v = V_MISS;
 		} else {
-			ok ? signals++ : misses++;
+			v = signal_of(o, ctl_idx, B ? 2 : 1, vs_a, vs_b, &why) ? V_SIGNAL : V_NONE;
 		}
+		count[v]++;
 		table_cell(&t, "%s", key->scenario);
 		table_cell(&t, "%s", key->variant);
 		table_cell(&t, "%ld", key->workers);
 		table_cell(&t, "%s", key->metric);
 		table_cell(&t, "%s", key->unit);
 		/* Medians in full: they are what the percentages are computed from. */
-		table_cell(&t, "%.7g", st[1].s.median);
-		table_cell(&t, "%.7g", st[0].s.median);
+		table_cell(&t, "%.7g", st[C2 ? 2 : 1].s.median);
+		table_cell(&t, "%.7g", c);
 		if (B)
-			table_cell(&t, "%.7g", st[2].s.median);
+			table_cell(&t, "%.7g", st[nst - 1].s.median);
 		else
 			table_cell(&t, "-");
-		pct(x, sizeof(x), vs_a, !ok);
+		/* Numbers that are not results are shown in parentheses. */
+		pct(x, sizeof(x), vs_a, v >= V_MISS);
 		table_cell(&t, "%s", x);
-		pct(y, sizeof(y), vs_b, !ok);
+		pct(y, sizeof(y), vs_b, v >= V_MISS);
 		table_cell(&t, "%s", B ? y : "-");
-		pct(z, sizeof(z), mid, !ok);
+		pct(z, sizeof(z), mid, v >= V_MISS);
 		table_cell(&t, "%s", B ? z : "-");
 		if (isnan(drift))
 			table_cell(&t, "-");
@@ -285,10 +389,20 @@ static void compare(const struct report_opts *o, struct run *runs, int cand, int
 			table_cell(&t, "%.2f%%", drift * 100);
 		pct(x, sizeof(x), drift_rel, false);
 		table_cell(&t, "%s", B ? x : "-");
-		if (ok)
+		switch (v) {
+		case V_SIGNAL:
 			table_cell(&t, "signal");
-		else
-			table_cell(&t, "%s%s", emu ? "" : "GATE MISS: ", why);
+			break;
+		case V_NONE:
+			table_cell(&t, "no signal: %s", why.text);
+			break;
+		case V_MISS:
+			table_cell(&t, "GATE MISS: %s", why.text);
+			break;
+		case V_EMULATED:
+			table_cell(&t, "%s", why.text);
+			break;
+		}
 	}
 	if (t.nrows)
 		table_print(&t, stdout);
@@ -298,8 +412,9 @@ static void compare(const struct report_opts *o, struct run *runs, int cand, int
 		printf("emulated runs: functional only, no verdicts (boot the kernels on "
 		       "hardware or under KVM to compare them)\n");
 	else
-		printf("%d signal%s, %d gate miss%s (a gate miss is not a result)\n", signals,
-		       signals == 1 ? "" : "s", misses, misses == 1 ? "" : "es");
+		printf("%d signal%s, %d no signal, %d gate miss%s (a gate miss is not a "
+		       "result)\n", count[V_SIGNAL], count[V_SIGNAL] == 1 ? "" : "s",
+		       count[V_NONE], count[V_MISS], count[V_MISS] == 1 ? "" : "es");
 	table_free(&t);
 }
 
@@ -343,12 +458,14 @@ static int report_run(struct bench *b)
 			     (n > 2 ? n - 1 : -1);
 	describe_runs(runs, n);
 	if (o->candidates.n) {
-		for (int i = 0; i < o->candidates.n; i++)
-			compare(o, runs, (int)o->candidates.v[i] - 1, ca, cb);
+		struct cand cd = { { (int)o->candidates.v[0] - 1,
+				     o->candidates.n > 1 ? (int)o->candidates.v[1] - 1 : -1 } };
+
+		compare(o, runs, cd, ca, cb);
 	} else {
 		for (int i = 0; i < n; i++)
 			if (i != ca && i != cb)
-				compare(o, runs, i, ca, cb);
+				compare(o, runs, (struct cand){ { i, -1 } }, ca, cb);
 	}
 	goto out;
 bad_index:

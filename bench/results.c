@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statfs.h>
 
 #include "bench.h"
 #include "envrec.h"
@@ -13,6 +14,14 @@
 
 int results_open(struct bench *b)
 {
+	const char *trace = getenv("FSNW_BENCH_TRACE");
+
+	if (trace && *trace) {
+		b->trace = fopen(trace, "a");
+		if (!b->trace)
+			return -errno;
+		setvbuf(b->trace, NULL, _IOLBF, 0);
+	}
 	if (!b->o->csv)
 		return 0;
 	b->csv = csv_open(b->o->csv);
@@ -46,6 +55,9 @@ void results_close(struct bench *b)
 			b->failures++;
 		}
 	}
+	if (b->trace)
+		fclose(b->trace);
+	b->trace = NULL;
 	charts_free(b->charts, b->ncharts);
 	b->charts = NULL;
 	b->ncharts = 0;
@@ -67,6 +79,7 @@ void bench_begin(struct bench *b, const char *scenario, const char *scale)
 {
 	b->scenario = scenario;
 	b->scale = scale;
+	b->busy_extra = !strcmp(scale, "workers") || !strcmp(scale, "clients") ? 0 : -1;
 	b->scen_start = now_ns();
 	b->last_progress = 0;
 	b->progress_shown = false;
@@ -81,6 +94,57 @@ void bench_end(struct bench *b)
 	if (b->tables)
 		bench_print_table(b, b->scenario);
 	b->scenario = NULL;
+}
+
+void bench_busy(struct bench *b, int extra)
+{
+	b->busy_extra = extra;
+}
+
+bool bench_row_oversubscribed(const struct bench *b, long workers)
+{
+	return b->busy_extra >= 0 && bench_oversubscribed(b, workers + b->busy_extra);
+}
+
+const char *bench_note_fs(struct bench *b, const char *path)
+{
+	struct statfs sfs;
+	struct fs_note *n = NULL;
+
+	for (int i = 0; i < b->nfs_notes && !n; i++)
+		if (!strcmp(b->fs_notes[i].scenario, b->scenario))
+			n = &b->fs_notes[i];
+	if (!n && b->nfs_notes < (int)(sizeof(b->fs_notes) / sizeof(b->fs_notes[0])))
+		n = &b->fs_notes[b->nfs_notes++];
+	if (!n)
+		return "?";
+	snprintf(n->scenario, sizeof(n->scenario), "%s", b->scenario);
+	if (statfs(path, &sfs) == 0)
+		snprintf(n->fs, sizeof(n->fs), "%s", fs_magic_name((unsigned long)sfs.f_type));
+	else
+		snprintf(n->fs, sizeof(n->fs), "?");
+	return n->fs;
+}
+
+const char *bench_fs_of(const struct bench *b, const char *scenario)
+{
+	for (int i = 0; i < b->nfs_notes; i++)
+		if (!strcmp(b->fs_notes[i].scenario, scenario))
+			return b->fs_notes[i].fs;
+	return NULL;
+}
+
+void bench_trace(struct bench *b, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!b->trace)
+		return;
+	fprintf(b->trace, "%s: ", b->scenario ? b->scenario : "-");
+	va_start(ap, fmt);
+	vfprintf(b->trace, fmt, ap);
+	va_end(ap);
+	fputc('\n', b->trace);
 }
 
 static void copy(char *dst, size_t cap, const char *src)
@@ -130,6 +194,7 @@ void bench_record(struct bench *b, const char *variant, long workers, int round,
 	r->workers = workers;
 	r->round = round;
 	r->value = value;
+	r->oversub = bench_row_oversubscribed(b, workers);
 	if (ok && named_in_env(b, "FSNW_BENCH_FAIL_VARIANT", variant)) {
 		bench_fail(b, variant, workers, round, "%s: failure injected by "
 			   "FSNW_BENCH_FAIL_VARIANT", metric);
@@ -253,8 +318,29 @@ bool bench_key_ok(const struct bench *b, const char *scenario, const char *varia
 	return true;
 }
 
+/* "workers 4: more than the 2 CPUs ...", once per scale value that was. */
+static void oversub_notes(const struct bench *b, const char *scenario)
+{
+	for (size_t i = 0; i < b->nrows; i++) {
+		const struct row *r = &b->rows[i];
+		bool seen = false;
+
+		if (!r->oversub || strcmp(r->scenario, scenario))
+			continue;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = b->rows[j].oversub && b->rows[j].workers == r->workers &&
+			       !strcmp(b->rows[j].scenario, scenario);
+		if (!seen)
+			printf("%s %ld: more busy threads than the %d CPU%s they may use: they take "
+			       "turns (oversubscribed; the CSV says so after the variant)\n",
+			       b->scale ? b->scale : "workers", r->workers, bench_cpus(b),
+			       bench_cpus(b) == 1 ? "" : "s");
+	}
+}
+
 void bench_print_table(const struct bench *b, const char *scenario)
 {
+	const char *fs;
 	const char *heads[] = { "variant", b->scale ? b->scale : "workers", "metric", "median",
 				"mean", "cv%", "unit", "n", "checks" };
 	struct table t;
@@ -282,7 +368,7 @@ void bench_print_table(const struct bench *b, const char *scenario)
 				bad++;
 		ok = bad == 0;
 		table_cell(&t, "%s", r->variant);
-		table_cell(&t, "%ld", r->workers);
+		table_cell(&t, r->oversub ? "%ld (oversubscribed)" : "%ld", r->workers);
 		table_cell(&t, "%s", r->metric);
 		table_cell(&t, "%s", fmt_num(m, sizeof(m), s.median));
 		table_cell(&t, "%s", fmt_num(a, sizeof(a), s.mean));
@@ -292,11 +378,14 @@ void bench_print_table(const struct bench *b, const char *scenario)
 		table_cell(&t, ok ? "ok" : "FAILED %d", bad);
 		any = true;
 	}
-	printf("\n== %s (one run: %s, %d CPUs) ==\n", scenario, b->kernel, b->ncpu);
+	fs = bench_fs_of(b, scenario);
+	printf("\n== %s (one run: %s, %d CPUs%s%s) ==\n", scenario, b->kernel, b->ncpu,
+	       fs ? ", on " : "", fs ? fs : "");
 	if (any)
 		table_print(&t, stdout);
 	else
 		printf("(nothing measured)\n");
+	oversub_notes(b, scenario);
 	for (size_t i = 0; i < b->nskips; i++)
 		if (!strcmp(b->skips[i].scenario, scenario))
 			printf("skipped %s: %s\n", b->skips[i].variant, b->skips[i].reason);

@@ -25,7 +25,21 @@ int results_open(struct bench *b);
 /* Close the CSV and write the environment record and --svg; free the rows. */
 void results_close(struct bench *b);
 
+/* scale: what the workers column counts; "workers" and "clients" count busy
+ * threads, so a row with more of them than CPUs is labelled oversubscribed. */
 void bench_begin(struct bench *b, const char *scenario, const char *scale);
+/* Busy threads beside the scale's in the rows recorded from now on (a reader,
+ * a measuring thread); they count toward oversubscription. */
+void bench_busy(struct bench *b, int extra);
+/* Whether a row of this scale would be labelled oversubscribed now. */
+bool bench_row_oversubscribed(const struct bench *b, long workers);
+/* Note the filesystem the running scenario measures on (the table header and
+ * the environment record say it); returns its name, "tmpfs" for example. */
+const char *bench_note_fs(struct bench *b, const char *path);
+/* The filesystem noted for a scenario, or NULL. */
+const char *bench_fs_of(const struct bench *b, const char *scenario);
+/* One line of what was set up, to the file named by FSNW_BENCH_TRACE (test aid). */
+void bench_trace(struct bench *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Print the scenario's table (unless quick collects them). */
 void bench_end(struct bench *b);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -56,6 +57,86 @@ void bench_default_signals(void)
 	signal(SIGTERM, SIG_DFL);
 }
 
+/* What bench_in_child's process reports before its out bytes. */
+struct child_report {
+	int failures;
+	bool skipped;
+	char variant[sizeof(((struct skip *)0)->variant)];
+	char reason[sizeof(((struct skip *)0)->reason)];
+};
+
+/* All len bytes through the pipe (read(2), or write(2) when out); false on an
+ * error or an early end. */
+static bool transfer(int fd, void *buf, size_t len, bool out)
+{
+	for (char *p = buf; len;) {
+		ssize_t n = out ? write(fd, p, len) : read(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		p += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+int bench_in_child(struct bench *b, void (*fn)(struct bench *b, void *arg, void *out), void *arg,
+		   void *out, size_t len)
+{
+	struct child_report rep;
+	int p[2], status;
+	bool got;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		bench_fatal(b, "pipe: %s", strerror(errno));
+	pid = bench_fork(b);
+	if (pid < 0)
+		bench_fatal(b, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		int failures = b->failures;
+		size_t nskips = b->nskips;
+
+		close(p[0]);
+		memset(&rep, 0, sizeof(rep));
+		fn(b, arg, out);
+		rep.failures = b->failures - failures;
+		if (b->nskips > nskips) {
+			rep.skipped = true;
+			snprintf(rep.variant, sizeof(rep.variant), "%s", b->skips[nskips].variant);
+			snprintf(rep.reason, sizeof(rep.reason), "%s", b->skips[nskips].reason);
+		}
+		_exit(transfer(p[1], &rep, sizeof(rep), true) && transfer(p[1], out, len, true) ?
+			      0 : 3);
+	}
+	close(p[1]);
+	got = transfer(p[0], &rep, sizeof(rep), false) && transfer(p[0], out, len, false);
+	close(p[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!got || !WIFEXITED(status) || WEXITSTATUS(status))
+		return -1;
+	b->failures += rep.failures;
+	if (rep.skipped)
+		bench_skip(b, rep.variant, "%s", rep.reason);
+	return 0;
+}
+
+pid_t bench_fork(struct bench *b)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		b->child = true;
+		bench_default_signals();
+	}
+	return pid;
+}
+
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)st;
@@ -69,7 +150,7 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 
 static void remove_scratch(struct bench *b)
 {
-	if (!b->dir)
+	if (!b->dir || b->child)
 		return;
 	bench_default_signals();
 	nftw(b->dir, rm_entry, 64, FTW_DEPTH | FTW_PHYS);
@@ -303,6 +384,22 @@ const char *bench_workers_label(const struct bench *b, const char *sym, long n, 
 	return buf;
 }
 
+const char *bench_placement(const struct bench *b, int cpu_offset, long n, char *buf,
+			    size_t len)
+{
+	size_t off = 0;
+
+	if (!b->o->cpus.n) {
+		snprintf(buf, len, "unpinned (%d CPU%s allowed)", b->ncpu, b->ncpu == 1 ? "" : "s");
+		return buf;
+	}
+	off = (size_t)snprintf(buf, len, "CPU%s ", n == 1 ? "" : "s");
+	for (long i = 0; i < n && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%d", i ? "," : "",
+					bench_cpu(b, cpu_offset + (int)i));
+	return buf;
+}
+
 void bench_pin_self(struct bench *b, int idx)
 {
 	int cpu = bench_cpu(b, idx);
@@ -355,6 +452,7 @@ void team_start(struct bench *b, struct team *t, int n, int cpu_offset, team_fn 
 	if (!t->tid || !t->cpu || !t->ran_on || !args)
 		bench_fatal(b, "out of memory");
 	pthread_barrier_init(&t->bar, NULL, (unsigned)n + 1);
+	pthread_barrier_init(&t->peers, NULL, (unsigned)n);
 	for (int i = 0; i < n; i++) {
 		pthread_attr_t attr;
 		cpu_set_t set;
@@ -385,6 +483,11 @@ void team_sync(struct team *t)
 	pthread_barrier_wait(&t->bar);
 }
 
+void team_sync_peers(struct team *t)
+{
+	pthread_barrier_wait(&t->peers);
+}
+
 int team_join(struct team *t)
 {
 	int moved = 0;
@@ -395,6 +498,7 @@ int team_join(struct team *t)
 			moved++;
 	}
 	pthread_barrier_destroy(&t->bar);
+	pthread_barrier_destroy(&t->peers);
 	free(t->tid);
 	free(t->cpu);
 	free(t->ran_on);

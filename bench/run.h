@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 struct bench;
 struct bench_opts;
@@ -44,6 +45,10 @@ bool bench_oversubscribed(const struct bench *b, long n);
 /* "W=4", or "W=4 (2 CPUs, oversubscribed)": a row label that says so. */
 const char *bench_workers_label(const struct bench *b, const char *sym, long n, char *buf,
 				size_t len);
+/* Where n workers started at cpu_offset run: "CPUs 0,2" (pinned, round robin when
+ * n is more than --cpus lists) or "unpinned (2 CPUs allowed)". */
+const char *bench_placement(const struct bench *b, int cpu_offset, long n, char *buf,
+			    size_t len);
 /* Pin the calling thread to bench_cpu(idx) (nothing without --cpus); fatal on failure. */
 void bench_pin_self(struct bench *b, int idx);
 void bench_unpin_self(struct bench *b);
@@ -55,7 +60,8 @@ struct team {
 	struct bench *b;
 	int n;
 	pthread_t *tid;
-	pthread_barrier_t bar; /* the workers and the calling thread */
+	pthread_barrier_t bar;   /* the workers and the calling thread: team_sync */
+	pthread_barrier_t peers; /* the workers only: team_sync_peers */
 	team_fn fn;
 	void *arg;
 	int cpu_offset;
@@ -66,6 +72,9 @@ struct team {
 void team_start(struct bench *b, struct team *t, int n, int cpu_offset, team_fn fn, void *arg);
 /* A barrier of all workers and the thread that started them. */
 void team_sync(struct team *t);
+/* A barrier of the workers only: the thread that started them is not in it
+ * (seed 000's reproducer), so no unpinned thread has to wake to release them. */
+void team_sync_peers(struct team *t);
 /* Join; returns how many pinned workers ended on another CPU (affinity check). */
 int team_join(struct team *t);
 
@@ -77,6 +86,20 @@ bool bench_inotify_room(struct bench *b, const char *variant, long need);
 void read_loadavg(char *buf, size_t len);
 /* Back to the default SIGINT/SIGTERM (a forked child: the parent cleans up). */
 void bench_default_signals(void);
+/* fork(2) for a child that measures and reports back (churn's rounds, merge's
+ * kernel queue): stdio is flushed first, and the child gets the default
+ * signals and never removes the scratch directory, even from bench_fatal;
+ * it must end with _exit. Returns as fork does. */
+pid_t bench_fork(struct bench *b);
+/*
+ * Run fn(b, arg, out) in a process of its own (bench_fork) and copy the len
+ * bytes it leaves in out back: a round measured as the seed's reproducers
+ * measure one, in a fresh process. The child records nothing; its failed
+ * checks (on stderr already) count in b, and a variant it skipped is skipped
+ * here with its reason. 0, or -1 when the child died without reporting.
+ */
+int bench_in_child(struct bench *b, void (*fn)(struct bench *b, void *arg, void *out), void *arg,
+		   void *out, size_t len);
 /* Read a number from a /proc/sys file; -1 when absent. */
 long read_sysctl(const char *path);
 

@@ -67,6 +67,12 @@ struct scenario {
 	void *opts;                           /* where their values go (off counts from here) */
 	/* Its rows of quick's summary table (NULL: quick does not run it). */
 	void (*quick)(struct bench *b, struct quick *q);
+	/* The variants quick runs, those its rows need ("a,b,c"; NULL: all). */
+	const char *quick_variants;
+	/* Refuse options that cannot run as asked before anything runs (quick
+	 * asks every scenario it runs): 0, or -1 after saying why, a usage error.
+	 * NULL: everything its table accepts runs. */
+	int (*check)(const struct bench_opts *o);
 };
 
 #define BENCH_SCENARIO(var)                                                               \

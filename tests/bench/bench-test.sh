@@ -72,45 +72,71 @@ tiny() {
 case "$case_" in
 report-seeds)
 	# The seeds' published medians give the seeds' published percentages.
-	run report "$fixtures/seed000-parentA.csv" "$fixtures/seed000-child.csv" \
-		"$fixtures/seed000-parentB.csv" || fail "report exited $?"
+	f=$fixtures
+	run report "$f/seed000-parentA.csv" "$f/seed000-child.csv" "$f/seed000-parentB.csv" ||
+		fail "report exited $?"
 	has "$(row ' distinct  ')" 4182.614 4920.865 4274.895 +17.65% +15.11% 2.18% signal
 	has "$(row 'distinct/shared')" 0.248777 0.292725 0.240657 +17.67% +21.64% 3.32% signal
-	run report "$fixtures/seed001-7.0.14-A.csv" "$fixtures/seed001-7.1.3.csv" \
-		"$fixtures/seed001-7.0.14-B.csv" || fail "report exited $?"
+	# Seed 000's controls and shared topology did not move: a result, "no signal".
+	has "$(row ' shared  ')" 17352.42 -0.97% -3.39% 2.47% "no signal" "0.97% < 5%"
+	has "$(row ' update  ')" 390.677 +0.10% +0.15% "no signal"
+	has "$(row ' lookup  ')" 594.964 +0.08% -0.27% "no signal"
+	has "$(row 'add.remove')" 1126.821 +4.46% +3.39% "no signal" "4.46% < 5%"
+	has "$(row '^2 signals, 4 no signal, 0 gate misses')"
+	# The scaling sandwich: W16-SMT missed the CV gate with 15.006954% in the
+	# child, which must not read "15.0% > 15%".
+	run report "$f/seed000-scaling-parentA.csv" "$f/seed000-scaling-child.csv" \
+		"$f/seed000-scaling-parentB.csv" || fail "report exited $?"
+	has "$(row ' 16  distinct/shared')" "GATE MISS" "CV 15.01% > 15% in run 2" "(+19.22%)"
+	has "$(row ' 6  distinct  ')" +9.03% +9.56% signal
+	has "$(row ' 8  distinct/shared')" +17.62% +16.80% signal
+	case "$(row 'CV 15.0%')" in ?*) fail "a CV printed equal to the gate it missed" ;; esac
+	# Seed 001: six boots; every comparison of its table.
+	set -- "$f/seed001-7.0.14-A.csv" "$f/seed001-7.1.3.csv" "$f/seed001-parent-A.csv" \
+		"$f/seed001-child.csv" "$f/seed001-parent-B.csv" "$f/seed001-7.0.14-B.csv"
+	run report --controls 1,6 --candidate 2 "$@" || fail "report exited $?"
 	has "$(row flistxattr)" 218.202 336.14 217.007 +54.47% -0.55% signal
-	# --controls/--candidate pick the runs, in any order of the files.
-	run report --controls 1,3 --candidate 2 "$fixtures/seed001-7.0.14-A.csv" \
-		"$fixtures/seed001-7.1.3.csv" "$fixtures/seed001-7.0.14-B.csv" >/dev/null ||
-		fail "report --controls exited $?"
-	has "$(row flistxattr)" +54.47%
+	# The candidate may be the midpoint of two runs: parents vs 7.0.
+	run report --controls 1,6 --candidate 3,5 "$@" || fail "report --candidate 3,5 exited $?"
+	has "$(row flistxattr)" 325.3385 +49.51% signal
+	has "$(row '^candidate:')" "the midpoint of runs 3 and 5" "run 1 and run 6"
+	run report --controls 3,5 --candidate 4 "$@" || fail "report exited $?"
+	has "$(row flistxattr)" -35.93% -1.04% signal
+	run report --controls 1,6 --candidate 4 "$@" || fail "report exited $?"
+	has "$(row flistxattr)" -4.21% "no signal"
+	run report --candidate 2,3,4 "$@" >/dev/null 2>&1; [ $? -eq 2 ] ||
+		fail "three candidates: not a usage error"
+	# Without --controls: the first and last runs, each run between a candidate.
+	run report "$f/seed001-7.0.14-A.csv" "$f/seed001-7.1.3.csv" \
+		"$f/seed001-7.0.14-B.csv" || fail "report exited $?"
+	has "$(row flistxattr)" +54.47% signal
 	;;
 report-gates)
-	run report "$fixtures/seed000-parentA.csv" "$fixtures/seed000-child.csv" \
-		"$fixtures/seed000-parentB.csv" || fail "report exited $?"
-	# Drift of 7.69% between the parents: labelled, changes in parentheses.
-	has "$(row ' shared  ')" "GATE MISS" "drift 7.69% >= 5%" "(+0.20%)"
+	f=$fixtures
+	run report "$f/gates-A.csv" "$f/gates-C.csv" "$f/gates-B.csv" || fail "report exited $?"
+	# Drift of 7.69% between the controls: labelled, changes in parentheses.
+	has "$(row ' drifting ')" "GATE MISS" "drift 7.69% >= 5%" "(+0.20%)"
 	# CV of 30% in every run.
-	has "$(row 'update')" "GATE MISS" "CV 30.0% > 15%"
+	has "$(row ' noisy ')" "GATE MISS" "CV 30.0% > 15%"
 	# A round whose checks failed is never a result.
-	has "$(row 'distinct.add')" "GATE MISS" "checks failed in run 2"
-	case "$(row 'distinct.add')" in *signal*) fail "a failed run reported as a signal" ;; esac
-	# The gates are flags.
-	run report --max-cv 40 "$fixtures/seed000-parentA.csv" "$fixtures/seed000-child.csv" \
-		"$fixtures/seed000-parentB.csv" >/dev/null || fail "report exited $?"
-	has "$(row 'update')" "signal"
-	run report --min-change 20 "$fixtures/seed000-parentA.csv" \
-		"$fixtures/seed000-child.csv" "$fixtures/seed000-parentB.csv" >/dev/null ||
+	has "$(row ' failed ')" "GATE MISS" "checks failed in run 2"
+	case "$(row ' failed ')" in *signal*) fail "a failed run reported as a signal" ;; esac
+	has "$(row ' clean ')" +20.00% +18.81% signal
+	has "$(row '^1 signal, 0 no signal, 3 gate misses')"
+	# The gates are flags; a clean change below the threshold is "no signal".
+	run report --max-cv 40 "$f/gates-A.csv" "$f/gates-C.csv" "$f/gates-B.csv" >/dev/null ||
 		fail "report exited $?"
-	has "$(row ' distinct  ')" "GATE MISS" "change vs run 1 17.65% < 20%"
-	run report --max-drift 1 "$fixtures/seed000-parentA.csv" \
-		"$fixtures/seed000-child.csv" "$fixtures/seed000-parentB.csv" >/dev/null ||
-		fail "report exited $?"
-	has "$(row ' distinct  ')" "GATE MISS" "drift 2.18% >= 1%"
-	# Two runs: one control, so the drift is unknown and nothing is a signal.
-	run report "$fixtures/seed000-parentA.csv" "$fixtures/seed000-child.csv" >/dev/null ||
-		fail "report exited $?"
-	has "$(row ' distinct  ')" "GATE MISS" "drift unknown"
+	has "$(row ' noisy ')" "signal"
+	run report --min-change 19 "$f/gates-A.csv" "$f/gates-C.csv" "$f/gates-B.csv" \
+		>/dev/null || fail "report exited $?"
+	has "$(row ' clean ')" "no signal: change vs run 3 18.81% < 19%" +18.81%
+	case "$(row ' clean ')" in *"(+"*) fail "a no-signal change shown as a non-result" ;; esac
+	run report --max-drift 0.5 "$f/gates-A.csv" "$f/gates-C.csv" "$f/gates-B.csv" \
+		>/dev/null || fail "report exited $?"
+	has "$(row ' clean ')" "GATE MISS" "drift 1.00% >= 0.5%"
+	# Two runs: one control, so the drift is unknown and nothing is a result.
+	run report "$f/gates-A.csv" "$f/gates-C.csv" >/dev/null || fail "report exited $?"
+	has "$(row ' clean ')" "GATE MISS" "drift unknown"
 	;;
 csv)
 	run xattr --size tiny --quiet --csv "$tmp/run.csv" >/dev/null || fail "xattr exited $?"
@@ -135,7 +161,8 @@ csv)
 	grep -q '^churn,lib,.*,distinct,' "$tmp/run.csv" || fail "no churn lib rows"
 	for key in kernel_release boot_id cmdline cpus_online cpu_model fs_type fs_magic \
 		sysctl.fs.inotify.max_user_instances sysctl.fs.inotify.max_queued_events \
-		sysctl.fs.fanotify.max_queued_events compiler connector_probe connector_tracking; do
+		sysctl.fs.fanotify.max_queued_events compiler connector_probe connector_tracking \
+		oversubscribed; do
 		grep -q "^$key=" "$tmp/run.csv.env" || fail "environment record lacks $key"
 	done
 	grep -q '^fs_type=tmpfs$' "$tmp/run.csv.env" || echo "note: the test dir is not tmpfs" >&2
@@ -228,12 +255,169 @@ quick-refuses)
 	has "$(row '^xattr flistxattr')" "NOT FILLED"
 	grep -q 'could not be filled' "$tmp/out" || fail "no summary line"
 	;;
-oversubscribed)
-	# More workers than CPUs is said in the output, never silently.
+churn-method)
+	# Seed 000's method: every round of raw is a process of its own with a
+	# fresh fixture, and its W workers meet at one barrier of their own;
+	# raw-warm keeps one fixture per topology, in one process, for the pass.
+	FSNW_BENCH_TRACE=$tmp/trace run churn --size tiny --quiet --groups 4 --workers 1,2 \
+		--warmup 1 --rounds 2 --variants raw,raw-warm --csv "$tmp/c.csv" >/dev/null ||
+		fail "churn exited $?"
+	for W in 1 2; do
+		grep "^churn: raw W=$W round" "$tmp/trace" >"$tmp/fresh"
+		[ "$(wc -l <"$tmp/fresh")" -eq 6 ] || fail "raw W=$W: not 3 rounds x 2 topologies"
+		grep -v ": fresh fixture " "$tmp/fresh" && fail "raw W=$W: a round without a fresh fixture"
+		grep -v "one barrier of $W workers\$" "$tmp/fresh" && fail "raw W=$W: the barrier"
+		[ "$(sed 's/.*fixture \([^ ]*\) .*/\1/' "$tmp/fresh" | sort -u | wc -l)" -eq 6 ] ||
+			fail "raw W=$W: a fixture was used twice"
+		[ "$(sed 's/.* in process \([0-9]*\),.*/\1/' "$tmp/fresh" | sort -u | wc -l)" -eq 6 ] ||
+			fail "raw W=$W: two rounds in one process"
+		grep "^churn: raw-warm W=$W round" "$tmp/trace" >"$tmp/warm"
+		[ "$(wc -l <"$tmp/warm")" -eq 6 ] || fail "raw-warm W=$W: not 6 rounds"
+		[ "$(sed 's/.*fixture \([^ ]*\) .*/\1/' "$tmp/warm" | sort -u | wc -l)" -eq 2 ] ||
+			fail "raw-warm W=$W: not one fixture per topology"
+		[ "$(sed 's/.* in process \([0-9]*\),.*/\1/' "$tmp/warm" | sort -u | wc -l)" -eq 1 ] ||
+			fail "raw-warm W=$W: not one process"
+	done
+	grep -q '^churn,raw-warm,.*,distinct\.remove,' "$tmp/c.csv" || fail "no raw-warm rows"
+	# The controls as the seed sets them up: one worker, the seed's masks, N calls.
+	FSNW_BENCH_TRACE=$tmp/trace2 run churn --size tiny --quiet --workers 1,2 \
+		--variants bulk-raw,bulk-lib,mask-update,path-lookup --control-calls 100 \
+		--csv "$tmp/k.csv" >/dev/null || fail "churn controls exited $?"
+	awk -F, '$2 == "mask-update" && ($4 != 1 || $6 != "update" || $8 != "ns/call") { bad = 1 }
+		$2 == "path-lookup" && ($4 != 1 || $6 != "lookup" || $8 != "ns/call") { bad = 1 }
+		$2 == "mask-update" { m++ } $2 == "path-lookup" { p++ }
+		END { exit bad || !m || !p }' "$tmp/k.csv" ||
+		fail "mask-update/path-lookup rows: $(grep -e mask-update -e path-lookup "$tmp/k.csv")"
+	grep -q '^churn: bulk-raw round 1: 64 fresh directories, mask IN_CREATE|IN_DELETE|IN_MOVED_FROM|IN_MOVED_TO$' \
+		"$tmp/trace2" || fail "bulk: not the seed's set-up"
+	;;
+seed-size)
+	# --size seed runs one worker per CPU, not the seed machine's 8.
+	cpus=$(nproc)
+	G=$cpus
+	[ "$G" -ge 8 ] || G=8
+	run churn --size seed --quiet --groups "$G" --variants raw --warmup 0 --rounds 1 \
+		--csv "$tmp/s.csv" >/dev/null || fail "churn --size seed exited $?"
+	ran=$(cut -d, -f4 "$tmp/s.csv" | sed 1d | sort -u | tr '\n' ' ')
+	[ "$ran" = "$cpus " ] || fail "--size seed on $cpus CPUs ran workers $ran"
+	run churn --size seed --quiet --groups 8 --variants raw --warmup 0 --rounds 1 \
+		--cpus 0 --csv "$tmp/s1.csv" >/dev/null || fail "churn --size seed --cpus 0 exited $?"
+	ran=$(cut -d, -f4 "$tmp/s1.csv" | sed 1d | sort -u | tr '\n' ' ')
+	[ "$ran" = "1 " ] || fail "--size seed --cpus 0 ran workers $ran"
+	has "$(row '^churn W=1: workers CPU 0, one per CPU')"
+	# A CPU list that does not hold a CPU per worker is refused, as the
+	# seed's reproducer refuses it...
+	run churn --size tiny --variants raw --cpus 0 --workers 1,2 >/dev/null 2>&1
+	[ $? -eq 2 ] || fail "2 workers on --cpus 0: not refused"
+	grep -q 'one per worker' "$tmp/err" || fail "no reason given"
+	# ...unless asked for; then every row, the CSV and the record say so.
 	run churn --size tiny --quiet --variants raw,floor-new,lib --cpus 0 --workers 1,2 \
-		>/dev/null || fail "churn exited $?"
-	grep -q '^workers 2: more than the 1 CPU ' "$tmp/out" || fail "no oversubscription note"
+		--oversubscribe --csv "$tmp/o.csv" >/dev/null || fail "churn exited $?"
+	grep -q '^workers 2: more busy threads than the 1 CPU ' "$tmp/out" ||
+		fail "no oversubscription note"
 	grep -q '^workers 1:' "$tmp/out" && fail "W=1 called oversubscribed on one CPU"
+	has "$(row '^raw +2 \(oversubscribed\) +distinct ')"
+	grep -q '^churn,raw (oversubscribed),[^,]*,2,' "$tmp/o.csv" || fail "CSV: W=2 not labelled"
+	grep -q '^churn,raw (oversubscribed),[^,]*,1,' "$tmp/o.csv" && fail "CSV: W=1 labelled"
+	grep -q '^churn,raw,[^,]*,1,' "$tmp/o.csv" || fail "CSV: no W=1 rows"
+	grep -q '^oversubscribed=churn at 2 ' "$tmp/o.csv.env" || fail "env: $(grep oversub "$tmp/o.csv.env")"
+	has "$(row '^churn W=2: workers CPUs 0,0, oversubscribed')"
+	# report keeps the labelled rows apart from the others.
+	run report "$tmp/o.csv" "$tmp/o.csv" >/dev/null || fail "report exited $?"
+	has "$(row 'raw \(oversubscribed\) +2 ')"
+	;;
+merge-seed)
+	# LTP's second iteration: the files exist before the round, the second
+	# pass opens them O_RDONLY, and the limited queue's row counts the
+	# overflow among its events.
+	FSNW_BENCH_TRACE=$tmp/trace run merge --size tiny --quiet \
+		--variants lib,kernel-limited,kernel-unlimited --csv "$tmp/m.csv" >/dev/null ||
+		fail "merge exited $?"
+	grep -q '^merge: lib: [0-9]* files made before the rounds; each round opens them O_RDWR|O_CREAT, then O_RDONLY$' \
+		"$tmp/trace" || fail "lib: not LTP's passes"
+	N=$(awk -F, '$2 == "lib" { print $4; exit }' "$tmp/m.csv")
+	awk -F, -v n="$N" '$2 == "lib" && $6 == "events" && $7 != n { bad = 1 }
+		$2 == "lib" && $6 == "overflows" && $7 != 1 { bad = 1 }
+		END { exit bad }' "$tmp/m.csv" || fail "lib: not $N events with the overflow"
+	if grep -q '^skip merge kernel-limited' "$tmp/err"; then
+		echo "kernel variants skipped: $(grep '^skip merge kernel' "$tmp/err" | head -n 1)" >&2
+	else
+		grep -q '^merge: kernel: [0-9]* files made before the rounds; each round opens them O_RDWR|O_CREAT, then O_RDONLY$' \
+			"$tmp/trace" || fail "kernel: not LTP's passes"
+		max=$(cat /proc/sys/fs/fanotify/max_queued_events 2>/dev/null || echo 16384)
+		awk -F, -v n=$((max + 1)) '$2 == "kernel-limited" && $6 == "events" && $7 != n { bad = 1 }
+			$2 == "kernel-limited" && $6 == "overflows" && $7 != 1 { bad = 1 }
+			$2 == "kernel-limited" { k++ }
+			END { exit bad || !k }' "$tmp/m.csv" ||
+			fail "kernel-limited: $(grep kernel-limited "$tmp/m.csv")"
+		has "$(row '^kernel, limited queue: ')" "$((max + 1)) events ($max + 1 overflow)"
+	fi
+	;;
+parent-write-seed)
+	# Jan Kara's load as the default: a watch on the directory, no reader.
+	FSNW_BENCH_TRACE=$tmp/trace run parent-write --size tiny --quiet --clients 1 \
+		--csv "$tmp/p.csv" >/dev/null || fail "parent-write exited $?"
+	grep -q '^parent-write: parent X=1 round 1: IN_MODIFY on the directory, no reader, queue drained after the round$' \
+		"$tmp/trace" || fail "parent: not the seed's shape"
+	# Nobody read during the run, so the kernel merged one client's writes
+	# into the one event at the tail of its queue.
+	awk -F, '$2 == "parent" && $6 == "events" && $7 != 1 { bad = 1 }
+		$2 == "parent" && $6 == "events" { n++ }
+		END { exit bad || !n }' "$tmp/p.csv" ||
+		fail "parent X=1: events $(awk -F, '$2 == "parent" && $6 == "events"' "$tmp/p.csv")"
+	for v in parent-reader-raw parent-reader-lib; do
+		grep -q "^parent-write,$v,.*,events," "$tmp/p.csv" || fail "no $v rows"
+	done
+	grep -q '^parent-write,parent,.*,write-cpu,' "$tmp/p.csv" || fail "no write-cpu"
+	;;
+fs)
+	# openclose and parent-write say where they measured.
+	run openclose --size tiny --quiet --csv "$tmp/o.csv" >/dev/null || fail "openclose exited $?"
+	fs=$(sed -n 's/^fs_type=//p' "$tmp/o.csv.env")
+	grep -q "^fs.openclose=$fs\$" "$tmp/o.csv.env" || fail "env record: no fs.openclose=$fs"
+	has "$(row '^== openclose ')" "on $fs"
+	run parent-write --size tiny --quiet --clients 1 --csv "$tmp/p.csv" >/dev/null ||
+		fail "parent-write exited $?"
+	grep -q "^fs.parent-write=$fs\$" "$tmp/p.csv.env" || fail "env record: no fs.parent-write"
+	has "$(row '^== parent-write ')" "on $fs"
+	;;
+loopfs)
+	# --dir on XFS and ext4, each a loop-mounted image, as fsnw-bench(1) says.
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "skip: loop-mounting an image needs root" >&2
+		exit 77
+	fi
+	made=0
+	for fs in xfs ext4; do
+		if ! command -v "mkfs.$fs" >/dev/null; then
+			echo "skip $fs: no mkfs.$fs (Debian: apt install $([ $fs = xfs ] && echo xfsprogs || echo e2fsprogs))" >&2
+			continue
+		fi
+		img=$tmp/$fs.img
+		mnt=$tmp/$fs
+		mkdir -p "$mnt"
+		truncate -s 512M "$img" && "mkfs.$fs" -q "$img" >/dev/null 2>&1 ||
+			{ echo "skip $fs: mkfs.$fs failed" >&2; continue; }
+		if ! mount -o loop "$img" "$mnt" 2>"$tmp/mount.err"; then
+			echo "skip $fs: cannot loop-mount: $(cat "$tmp/mount.err")" >&2
+			continue
+		fi
+		# Never leave a mount behind, whatever ends the test.
+		trap 'umount "$mnt" 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
+		run openclose --size tiny --quiet --dir "$mnt" --csv "$tmp/$fs.csv" >/dev/null
+		rc=$?
+		run parent-write --size tiny --quiet --clients 1 --dir "$mnt" \
+			--csv "$tmp/$fs-pw.csv" >/dev/null
+		rc2=$?
+		umount "$mnt"
+		trap 'rm -rf "$tmp"' EXIT INT TERM
+		[ $rc -eq 0 ] || fail "openclose on $fs exited $rc"
+		[ $rc2 -eq 0 ] || fail "parent-write on $fs exited $rc2"
+		grep -q "^fs.openclose=$fs\$" "$tmp/$fs.csv.env" || fail "openclose: not on $fs"
+		grep -q "^fs.parent-write=$fs\$" "$tmp/$fs-pw.csv.env" || fail "parent-write: not on $fs"
+		made=$((made + 1))
+	done
+	[ $made -gt 0 ] || exit 77
 	;;
 queue-abi)
 	# The queue round goes through the kernel and the public API: at depth
