@@ -68,12 +68,13 @@ static ssize_t read_group(struct fsnw *w)
 	return n;
 }
 
-static void route_cb(void *arg, const struct kevent *ev)
+static bool route_cb(void *arg, const struct kevent *ev)
 {
 	struct fsnw *w = arg;
 
 	if (route_event(w, ev) & ROUTE_OVERFLOW)
 		w->engine.reconcile = true;
+	return true;
 }
 
 /*

@@ -117,13 +117,15 @@ size_t inotify_decode(const void *buf, size_t len, kevent_fn fn, void *arg)
 			ev.name = ev.namelen ? (const char *)p : NULL;
 		}
 		p += hdr.len;
+		ev.end = (size_t)(p - (const unsigned char *)buf);
 		wd = hdr.wd;
 		if (!(hdr.mask & IN_Q_OVERFLOW)) {
 			ev.key = (const unsigned char *)&wd;
 			ev.keylen = sizeof(wd);
 		}
-		fn(arg, &ev);
 		n++;
+		if (!fn(arg, &ev))
+			break;
 	}
 	return n;
 }
