@@ -88,7 +88,7 @@ unsigned route_event(struct fsnw *w, const struct kevent *ev)
 		handle_overflow(w, OVERFLOW_KERNEL);
 		return ROUTE_OVERFLOW;
 	}
-	kw = ev->key ? kwatch_find(&w->kwatches, ev->key, ev->keylen) : NULL;
+	kw = ev->key ? kwatch_find_hot(&w->kwatches, ev->key, ev->keylen) : NULL;
 	if (!kw || kw->dropped || kw->fsmark) {
 		/* fanotify names every object an event concerns, and a
 		 * filesystem mark reports the whole filesystem: a key we do
