@@ -97,6 +97,8 @@ static int read_loop(struct fsnw *w, unsigned flags, bool *emptied)
 		if (n > 0) {
 			reads++;
 			w->be->decode(w, e->rbuf, (size_t)n, route_cb, w);
+			/* Deferred pushes name names in rbuf: in before it is read over. */
+			queue_flush(w->q);
 		}
 		if (n == 0 || (size_t)n + w->be->max_record <= e->rbuf_len) {
 			*emptied = true;
