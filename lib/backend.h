@@ -42,9 +42,16 @@ struct kevent {
 	size_t namelen;
 	const unsigned char *key;   /* the kernel watch it is for; NULL for overflow */
 	size_t keylen;
+	size_t end;                 /* bytes of the buffer through its record; 0: not said */
 };
 
-typedef void (*kevent_fn)(void *arg, const struct kevent *ev);
+/*
+ * Called per decoded event. Returning false asks the decoder to stop after
+ * the record the event came from; one that stops (inotify) says where
+ * through kevent.end, one that goes on (fanotify) hands every event to fn
+ * all the same.
+ */
+typedef bool (*kevent_fn)(void *arg, const struct kevent *ev);
 
 /*
  * The syscalls one mark operation made. Mark operations run without the
@@ -101,7 +108,8 @@ struct backend {
 			struct kkey *key, struct sys_tally *t);
 	/*
 	 * Decode what one read(2) of the group fd returned (the engine reads):
-	 * fn is called per event. Returns the number of events.
+	 * fn is called per event (see kevent_fn for stopping early). Returns
+	 * the number of events.
 	 */
 	size_t (*decode)(struct fsnw *w, const void *buf, size_t len, kevent_fn fn, void *arg);
 	/* The largest record one read can return: a read shorter than the
@@ -127,7 +135,8 @@ extern const struct backend fanotify_backend;
 /*
  * Decode a buffer of struct inotify_event records as read(2) returns them.
  * Records that are truncated or claim more than the buffer holds end the
- * decode. Returns the number of events passed to fn.
+ * decode, and so does fn returning false (after that event). Returns the
+ * number of events passed to fn.
  */
 size_t inotify_decode(const void *buf, size_t len, kevent_fn fn, void *arg);
 

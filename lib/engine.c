@@ -59,7 +59,8 @@ void engine_fini(struct fsnw *w)
 	if (e->timerfd >= 0)
 		close(e->timerfd);
 	mem_free(e->rbuf);
-	e->rbuf = NULL;
+	mem_free(e->spare);
+	e->rbuf = e->spare = NULL;
 	e->epfd = e->evfd = e->timerfd = -1;
 }
 
@@ -70,6 +71,12 @@ static ssize_t read_group(struct fsnw *w)
 	struct engine *e = &w->engine;
 	ssize_t n;
 
+	if (e->lent && e->lent == e->rbuf) {
+		/* Nothing of the lent buffer is left to route (read_loop routes
+		 * what is buffered before it reads): swap it out, untouched. */
+		e->rbuf = e->spare;
+		e->spare = e->lent;
+	}
 	if (e->sys_read)
 		return e->sys_read(w, e->rbuf, e->rbuf_len);
 	do {
@@ -81,42 +88,126 @@ static ssize_t read_group(struct fsnw *w)
 	return n;
 }
 
-static void route_cb(void *arg, const struct kevent *ev)
+/*
+ * Route one decoded event. In a direct read, ask the decoder to stop once
+ * the caller's array could not take another record like this one: the rest
+ * stays in the buffer, unrouted, instead of queueing behind the array.
+ * Every push counts against the room, merges too: the room is rechecked
+ * when the decoder has stopped.
+ */
+static bool route_cb(void *arg, const struct kevent *ev)
 {
 	struct fsnw *w = arg;
+	struct engine *e = &w->engine;
+	unsigned r = route_event(w, ev), pushes = ROUTE_PUSHES(r);
 
-	if (route_event(w, ev) & ROUTE_OVERFLOW)
-		w->engine.reconcile = true;
+	if (r & ROUTE_OVERFLOW)
+		e->reconcile = true;
+	e->consumed = ev->end;
+	if (!e->direct || e->complete)
+		return true;
+	e->room = pushes < e->room ? e->room - pushes : 0;
+	if (e->room && e->room >= pushes)
+		return true;
+	e->stop = true;
+	return false;
+}
+
+/* Route the buffered records; false if some stay for later. */
+static bool route_buffered(struct fsnw *w)
+{
+	struct engine *e = &w->engine;
+	size_t len = e->rlen - e->rpos;
+
+	e->stop = false;
+	e->consumed = 0;
+	e->room = 0;
+	if (e->direct) {
+		/* One buffer's names are lent at a time: the first one routed. */
+		bool lend = e->spare && (!e->lent || e->lent == e->rbuf);
+
+		if (lend)
+			e->lent = e->rbuf;
+		queue_direct_lend(w->q, lend);
+		e->room = queue_direct_room(w->q);
+	}
+	w->be->decode(w, e->rbuf + e->rpos, len, route_cb, w);
+	/* Deferred pushes name names in rbuf: they go in before it changes. */
+	queue_flush(w->q);
+	/* A decoder that did not stop, or did not say where, used it all. */
+	if (e->stop && e->consumed && e->consumed < len) {
+		e->rpos += e->consumed;
+		return false;
+	}
+	e->rpos = e->rlen = 0;
+	return true;
+}
+
+/* One read into the buffer: bytes, 0 when the kernel queue was empty, -errno. */
+static ssize_t fill(struct fsnw *w, unsigned flags)
+{
+	struct engine *e = &w->engine;
+	uint64_t t0 = (flags & DRAIN_TIMED) ? stats_start(w) : 0;
+	ssize_t n = read_group(w);
+
+	stats_end(w, &w->st.lat_kernel_read, t0);
+	if (n <= 0)
+		return n;
+	e->rpos = 0;
+	e->rlen = (size_t)n;
+	/* A read shorter than the buffer by a whole record emptied the queue. */
+	e->more = (size_t)n + w->be->max_record > e->rbuf_len;
+	return n;
 }
 
 /*
- * Read and route until a read comes back short (the kernel queue was
- * emptied: *emptied) or, without DRAIN_COMPLETE, DRAIN_READS_MAX reads.
+ * Route what the buffer holds, then read and route until a read comes back
+ * short (the kernel queue was emptied: *emptied) or, without
+ * DRAIN_COMPLETE, DRAIN_READS_MAX reads, or a direct read's array is full.
  */
 static int read_loop(struct fsnw *w, unsigned flags, bool *emptied)
 {
 	struct engine *e = &w->engine;
 	int reads = 0;
+	ssize_t n;
 
 	*emptied = false;
+	e->complete = flags & DRAIN_COMPLETE;
 	for (;;) {
-		uint64_t t0 = (flags & DRAIN_TIMED) ? stats_start(w) : 0;
-		ssize_t n = read_group(w);
-
-		stats_end(w, &w->st.lat_kernel_read, t0);
-		if (n < 0)
-			return (int)n;
-		if (n > 0) {
-			reads++;
-			w->be->decode(w, e->rbuf, (size_t)n, route_cb, w);
-		}
-		if (n == 0 || (size_t)n + w->be->max_record <= e->rbuf_len) {
+		/* A direct read stops when the array is full, or may be: merges
+		 * can leave room, so then it goes on. */
+		while (e->rpos < e->rlen && !route_buffered(w))
+			if (!queue_direct_room(w->q))
+				return reads;
+		if (reads && !e->more) {
 			*emptied = true;
 			return reads;
 		}
-		if (!(flags & DRAIN_COMPLETE) && reads >= DRAIN_READS_MAX)
+		if (!e->complete && reads >= DRAIN_READS_MAX)
 			return reads;
+		if (e->direct && !e->complete && !queue_direct_room(w->q))
+			break;
+		n = fill(w, flags);
+		if (n <= 0) {
+			*emptied = n == 0;
+			return n < 0 ? (int)n : reads;
+		}
+		reads++;
 	}
+	/*
+	 * The array is full and the buffer used up. If the kernel may hold
+	 * more, read it now: the records wait in the buffer for the next read,
+	 * and fsnw_get_fd's readiness stays up instead of going down and up
+	 * again (a syscall each).
+	 */
+	if (e->more) {
+		n = fill(w, flags);
+		if (n < 0)
+			return (int)n;
+		*emptied = n == 0;
+		reads += n > 0;
+	}
+	return reads;
 }
 
 int engine_drain(struct fsnw *w, unsigned flags)
@@ -164,12 +255,15 @@ int engine_drain(struct fsnw *w, unsigned flags)
 
 void engine_settle(struct fsnw *w)
 {
+	struct engine *e = &w->engine;
+
 	if (!w->kwatches.npending && !trees_busy(&w->trees))
 		return;
-	/* Nothing queued since the kernel queue was last empty: no event
-	 * older than the pending links can wait there (ring.h). Trees also
+	/* Nothing queued since the kernel queue was last empty, and nothing
+	 * read but not yet routed (a direct read leaves records in rbuf): no
+	 * event older than the pending links can wait (ring.h). Trees also
 	 * need the echoes of their walks read. */
-	if (!trees_busy(&w->trees) && ring_quiet(w)) {
+	if (!trees_busy(&w->trees) && e->rpos >= e->rlen && ring_quiet(w)) {
 		w->st.settles_ring++;
 		route_settle(w);
 		return;
@@ -185,7 +279,7 @@ void engine_settle(struct fsnw *w)
 static void sync_ready(struct fsnw *w)
 {
 	struct engine *e = &w->engine;
-	bool want = queue_depth(w->q) > 0 || e->wake;
+	bool want = queue_depth(w->q) > 0 || e->rpos < e->rlen || e->wake;
 	uint64_t v = 1;
 
 	if (want == e->ev_ready)
@@ -264,13 +358,23 @@ size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *e
 		      bool *woken)
 {
 	struct engine *e = &w->engine;
-	size_t n;
+	size_t n = 0;
 	int ret;
 
 	queue_release_delivered(w->q);
 	trees_check_mounts(w);
+	e->lent = NULL;
+	/* Names straight from rbuf need a spare buffer for reads meanwhile;
+	 * without one the queue copies them. */
+	if (!e->spare)
+		e->spare = mem_alloc(e->rbuf_len);
+	e->direct = queue_direct_begin(w->q, evs, max);
 	ret = engine_drain(w, DRAIN_TIMED);
-	n = queue_pop(w->q, evs, max);
+	if (e->direct) {
+		e->direct = false;
+		n = queue_direct_end(w->q);
+	}
+	n += queue_pop(w->q, evs + n, max - n);
 	watches_reap(w, evs, n);
 	kwatch_flush(w); /* a oneshot or dropped watch may have doomed a mark */
 	*woken = e->wake;

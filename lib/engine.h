@@ -24,6 +24,21 @@ struct fsnw_event;
 struct engine {
 	unsigned char *rbuf;   /* kernel read buffer */
 	size_t rbuf_len;
+	/* A direct read hands out names in the buffer it began routing from
+	 * (lent) until the next fsnw_read; reads meanwhile go to the spare
+	 * buffer, made on the first direct read, whose names are copied. */
+	unsigned char *spare;
+	unsigned char *lent;
+	/* Records read but not yet routed, rbuf[rpos, rlen): a direct read stops
+	 * when the caller's array is full and leaves the rest for the next read
+	 * (or drain), as if still in the kernel queue. */
+	size_t rpos, rlen;
+	bool direct;           /* routing into the caller's array (queue_direct_begin) */
+	bool complete;         /* this drain reads the kernel queue empty: never stop early */
+	bool stop;             /* route_cb asked the decoder to stop ... */
+	size_t consumed;       /* ... and this much of the decoded buffer was routed */
+	size_t room;           /* a direct read: pushes the array can still take (at most) */
+	bool more;             /* the last read filled the buffer: the kernel may hold more */
 	bool draining;         /* a drain runs; nothing below the engine starts one */
 	bool reconcile;        /* a kernel overflow was read: check which watches live */
 	int evfd;              /* eventfd: readable while events wait in the queue */
@@ -65,8 +80,10 @@ void engine_settle(struct fsnw *w);
 
 /*
  * fsnw_read's step under the lock: release what the last read lent, follow
- * mount changes, drain (bounded), and pop up to max events. *err gets a read
- * error, if any; *woken whether fsnw_wake asked this read to return.
+ * mount changes, drain (bounded), and pop up to max events. When nothing
+ * waits in the queue the drain routes straight into evs (a direct read) and
+ * stops reading once they are full. *err gets a read error, if any; *woken
+ * whether fsnw_wake asked this read to return.
  */
 size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *err,
 		      bool *woken);

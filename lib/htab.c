@@ -116,26 +116,3 @@ void htab_for_each(const struct htab *t, void (*fn)(struct hnode *n, void *arg),
 		}
 	}
 }
-
-uint64_t hash_bytes(const void *p, size_t len, uint64_t seed)
-{
-	const unsigned char *s = p;
-	uint64_t h = seed ^ (len * 0x9e3779b97f4a7c15ULL);
-
-	/* Eight bytes a step (names and handles are short), each word mixed in
-	 * with a multiply and a rotation; the finaliser spreads the rest. */
-	for (; len >= 8; len -= 8, s += 8) {
-		uint64_t v;
-
-		memcpy(&v, s, 8);
-		h = (h ^ (v * 0xff51afd7ed558ccdULL)) * 0xc4ceb9fe1a85ec53ULL;
-		h = (h << 29) | (h >> 35);
-	}
-	if (len) {
-		uint64_t v = 0;
-
-		memcpy(&v, s, len);
-		h = (h ^ (v * 0xff51afd7ed558ccdULL)) * 0xc4ceb9fe1a85ec53ULL;
-	}
-	return hash_u64(h);
-}

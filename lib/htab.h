@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct hnode {
 	struct hnode *next;
@@ -54,6 +55,71 @@ static inline uint64_t hash_u64(uint64_t x)
 	return x;
 }
 
-uint64_t hash_bytes(const void *p, size_t len, uint64_t seed);
+/*
+ * The 64 x 64 -> 128-bit multiply folded to 64 bits (wyhash's "mum"): one
+ * multiply mixes two words, where a multiply-xorshift chain needs several.
+ */
+static inline uint64_t hash_mum(uint64_t a, uint64_t b)
+{
+#ifdef __SIZEOF_INT128__
+	__uint128_t r = (__uint128_t)a * b;
+
+	return (uint64_t)r ^ (uint64_t)(r >> 64);
+#else
+	return hash_u64(a ^ hash_u64(b));
+#endif
+}
+
+static inline uint64_t hash_load64(const unsigned char *s)
+{
+	uint64_t v;
+
+	memcpy(&v, s, sizeof(v));
+	return v;
+}
+
+static inline uint64_t hash_load32(const unsigned char *s)
+{
+	uint32_t v;
+
+	memcpy(&v, s, sizeof(v));
+	return v;
+}
+
+/* Inline: it is on the path of every event. */
+static inline uint64_t hash_bytes(const void *p, size_t len, uint64_t seed)
+{
+	const unsigned char *s = p;
+	uint64_t a, b;
+
+	/*
+	 * Sixteen bytes a step, the tail in fixed-size loads that may overlap
+	 * bytes already mixed (a memcpy of a variable length is a byte loop
+	 * through the stack, and a stall reading it back): the length goes
+	 * into the result, so equal loads still mean equal bytes. Names and
+	 * handles are short: most take one step.
+	 */
+	if (len <= 16) {
+		if (len >= 8) {
+			a = hash_load64(s);
+			b = hash_load64(s + len - 8);
+		} else if (len >= 4) {
+			a = hash_load32(s) << 32 | hash_load32(s + len - 4);
+			b = 0;
+		} else {
+			a = len ? (uint64_t)s[0] << 16 | (uint64_t)s[len / 2] << 8 | s[len - 1] : 0;
+			b = 0;
+		}
+	} else {
+		size_t n = len;
+
+		for (; n > 16; n -= 16, s += 16)
+			seed = hash_mum(hash_load64(s) ^ 0xa0761d6478bd642fULL,
+					hash_load64(s + 8) ^ seed);
+		a = hash_load64(s + n - 16);
+		b = hash_load64(s + n - 8);
+	}
+	return hash_mum(0xe7037ed1a0b428dbULL ^ len, hash_mum(a ^ 0xa0761d6478bd642fULL, b ^ seed));
+}
 
 #endif

@@ -90,6 +90,28 @@ static int inotify_unmark(struct fsnw *w, const struct kwatch *kw, struct sys_ta
 	return 0;
 }
 
+/*
+ * strnlen for the padded name of a record, a word at a time: names are
+ * short, and a call to strnlen costs more than the scan.
+ */
+static inline size_t name_len(const unsigned char *p, size_t max)
+{
+	const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+	size_t n = 0;
+
+	for (; max - n >= 8; n += 8) {
+		uint64_t v, zero;
+
+		memcpy(&v, p + n, 8);
+		zero = (v - ones) & ~v & highs;
+		if (zero)
+			return n + (size_t)__builtin_ctzll(zero) / 8;
+	}
+	while (n < max && p[n])
+		n++;
+	return n;
+}
+
 size_t inotify_decode(const void *buf, size_t len, kevent_fn fn, void *arg)
 {
 	const unsigned char *p = buf, *end = p + len;
@@ -109,7 +131,7 @@ size_t inotify_decode(const void *buf, size_t len, kevent_fn fn, void *arg)
 		ev.mask = hdr.mask;
 		ev.cookie = hdr.cookie;
 		if (hdr.len) {
-			ev.namelen = strnlen((const char *)p, hdr.len);
+			ev.namelen = name_len(p, hdr.len);
 			/* The kernel NUL-pads names; one that fills its record
 			 * without a NUL is not a name we can hand out. */
 			if (ev.namelen == hdr.len)
@@ -117,13 +139,15 @@ size_t inotify_decode(const void *buf, size_t len, kevent_fn fn, void *arg)
 			ev.name = ev.namelen ? (const char *)p : NULL;
 		}
 		p += hdr.len;
+		ev.end = (size_t)(p - (const unsigned char *)buf);
 		wd = hdr.wd;
 		if (!(hdr.mask & IN_Q_OVERFLOW)) {
 			ev.key = (const unsigned char *)&wd;
 			ev.keylen = sizeof(wd);
 		}
-		fn(arg, &ev);
 		n++;
+		if (!fn(arg, &ev))
+			break;
 	}
 	return n;
 }

@@ -64,10 +64,19 @@ struct kwatch *kwatch_find(const struct kwatches *t, const unsigned char *key, s
 	htab_for_each_hash(n, &t->by_key, key_hash(key, len)) {
 		struct kwatch *kw = container_of(n, struct kwatch, node);
 
-		if (kw->keylen == len && memcmp(kw->key, key, len) == 0)
+		if (kwatch_key_is(kw, key, len))
 			return kw;
 	}
 	return NULL;
+}
+
+struct kwatch *kwatch_find_cold(struct kwatches *t, const unsigned char *key, size_t len)
+{
+	struct kwatch *kw = kwatch_find(t, key, len);
+
+	if (kw)
+		t->hot = kw;
+	return kw;
 }
 
 static void link_free(struct link *l)
@@ -176,6 +185,8 @@ static void kwatch_forget(struct fsnw *w, struct kwatch *kw)
 	struct kwatch *fs = kw->cover;
 
 	assert(!kw->nlinks && !kw->pins);
+	if (t->hot == kw)
+		t->hot = NULL;
 	htab_remove(&t->by_key, &kw->node);
 	if (kw->state == KW_PARKED) {
 		list_del(&kw->lru);

@@ -56,6 +56,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "backend.h"
 #include "htab.h"
@@ -125,6 +126,7 @@ struct kwatches {
 	 * events (fanotify, whose keys recur) still queued. */
 	uint64_t unmarks;
 	uint64_t unmarks_at_empty;
+	struct kwatch *hot;   /* the last one kwatch_find_hot found (cleared when freed) */
 };
 
 void kwatch_table_init(struct kwatches *t, size_t idle_max);
@@ -145,6 +147,32 @@ static inline void kwatch_queue_emptied(struct kwatches *t)
 }
 
 struct kwatch *kwatch_find(const struct kwatches *t, const unsigned char *key, size_t len);
+/* An inotify key is a wd: compared inline, not by a call. */
+static inline bool kwatch_key_is(const struct kwatch *kw, const unsigned char *key, size_t len)
+{
+	int a, b;
+
+	if (kw->keylen != len)
+		return false;
+	if (len != sizeof(int))
+		return memcmp(kw->key, key, len) == 0;
+	memcpy(&a, kw->key, sizeof(a));
+	memcpy(&b, key, sizeof(b));
+	return a == b;
+}
+
+/* kwatch_find that remembers what it found (kwatch_find_hot's miss). */
+struct kwatch *kwatch_find_cold(struct kwatches *t, const unsigned char *key, size_t len);
+
+/* kwatch_find for the event path, where one kernel watch usually sends many
+ * events in a row: the last one found is tried first. */
+static inline struct kwatch *kwatch_find_hot(struct kwatches *t, const unsigned char *key,
+					     size_t len)
+{
+	struct kwatch *kw = t->hot;
+
+	return kw && kwatch_key_is(kw, key, len) ? kw : kwatch_find_cold(t, key, len);
+}
 
 /* A tree walk starts or ends: kernel calls keep the handle's lock meanwhile. */
 static inline void kwatch_hold_lock(struct kwatches *t, bool hold)

@@ -1,75 +1,64 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The layout is chosen for depth, where every random access is a miss:
+ * - a slot is two cache lines, the first holding all a merge looks at (and
+ *   a short name), so a merge into an event found through the index costs
+ *   two lines: the index entry and the slot;
+ * - slots live in fixed chunks (a delivered name must not move) and are
+ *   named by 32-bit ids; the FIFO is a ring of ids, the index an
+ *   open-addressing table of (hash, id) words, free slots a stack of ids.
+ * Nothing on the push or pop path follows a chain of unknown length, so a
+ * batch (queue_flush) can prefetch what each push will touch before it
+ * does any of them.
+ */
 #include <stdbool.h>
 #include <string.h>
 
 #include "mem.h"
-#include "htab.h"
-#include "list.h"
 #include "probes.h"
-#include "queue.h"
+#include "queue-impl.h"
 
-#define KEY_INLINE_NAME 40
-#define PER_CHUNK 64
-
-/*
- * A merge key: (owner, reported path, name). It lists its unread events,
- * newest first, and keeps the name bytes they all share. It is in the index
- * while it has unread events, and lives on while delivered events still lend
- * its name to the caller.
- */
-struct mkey {
-	struct hnode node;
-	struct list unread; /* struct slot.chain, newest first */
-	struct list pool;   /* on the free list */
-	struct qowner *owner;
-	const struct strref *path; /* identity only; the slots hold the references */
-	uint32_t refs;             /* slots, unread and delivered */
-	bool indexed;
-	bool has_name;
-	uint16_t namelen;
-	uint16_t namecap; /* bytes at name, NUL included; heap when > inline */
-	char *name;
-	char inl[KEY_INLINE_NAME];
-};
+#define CHUNK_SHIFT 10
+#define CHUNK_SLOTS (1u << CHUNK_SHIFT)
+#define MAX_CHUNKS ((NONE >> CHUNK_SHIFT) - 1)
+#define SLOT_BYTES 128
+#define INLINE_NAME (SLOT_BYTES - 53)
+#define INDEX_MIN 64
+/* Pops prefetch the slot this far ahead, and its index entry half as far. */
+#define POP_AHEAD 8
 
 struct slot {
-	struct list fifo;  /* queue order, or the free / delivered list */
-	struct list chain; /* in its key's unread list */
-	struct mkey *key;  /* NULL for the overflow slot */
+	uint32_t hash;
+	uint32_t mask;
 	struct qowner *owner;
 	struct strref *path;
-	uint32_t mask;
+	char *heap;     /* buffer for a name too long for inl, kept for reuse */
 	uint32_t cookie;
 	uint32_t count;
-	bool mergeable;
-	bool barrier;
+	uint32_t older; /* the next older unread slot of its key; delivered: the next lent one */
+	uint32_t newer; /* the next newer unread slot of its key */
+	uint16_t namelen;
+	uint16_t heapcap;
+	uint8_t flags;
+	char inl[INLINE_NAME]; /* its first 11 bytes share the first line */
 };
+_Static_assert(sizeof(struct slot) == SLOT_BYTES, "a slot is two cache lines");
 
-struct slot_chunk {
-	struct slot_chunk *next;
-	struct slot slots[PER_CHUNK];
-};
 
-struct key_chunk {
-	struct key_chunk *next;
-	struct mkey keys[PER_CHUNK];
-};
+static inline struct slot *slot_at(const struct queue *q, uint32_t id)
+{
+	return &q->chunk[id >> CHUNK_SHIFT][id & (CHUNK_SLOTS - 1)];
+}
 
-struct queue {
-	struct list fifo;      /* waiting events, oldest first */
-	struct list free;      /* reusable slots */
-	struct list delivered; /* popped, strings still lent to the caller */
-	struct list free_keys;
-	struct htab index;     /* struct mkey with unread events, by key */
-	struct slot_chunk *slot_chunks;
-	struct key_chunk *key_chunks;
-	struct slot overflow;  /* reserved: raising an overflow never allocates */
-	bool overflow_pending;
-	bool merge;
-	uint32_t capacity;
-	uint64_t waiting;      /* slots in fifo, the overflow slot excluded */
-	struct queue_counters c;
-};
+static inline char *slot_name(struct slot *s)
+{
+	return s->namelen + 1u > INLINE_NAME ? s->heap : s->inl;
+}
+
+static inline uint64_t ix_entry(uint32_t hash, uint32_t id)
+{
+	return ((uint64_t)hash << 32) | ((uint64_t)id + 1);
+}
 
 struct queue *queue_new(uint32_t capacity, int merge)
 {
@@ -77,309 +66,413 @@ struct queue *queue_new(uint32_t capacity, int merge)
 
 	if (!q)
 		return NULL;
-	list_init(&q->fifo);
-	list_init(&q->free);
-	list_init(&q->delivered);
-	list_init(&q->free_keys);
-	htab_init(&q->index);
-	list_init(&q->overflow.fifo);
-	list_init(&q->overflow.chain);
-	q->overflow.mask = FSNW_OVERFLOW;
+	q->ix.e = mem_zalloc(INDEX_MIN * sizeof(*q->ix.e));
+	if (!q->ix.e) {
+		mem_free(q);
+		return NULL;
+	}
+	q->ix.mask = INDEX_MIN - 1;
+	q->lent = NONE;
 	q->capacity = capacity ? capacity : FSNW_QUEUE_DEFAULT;
 	q->merge = merge != 0;
 	return q;
 }
 
-static void key_put(struct queue *q, struct mkey *k)
-{
-	if (--k->refs)
-		return;
-	list_add(&k->pool, &q->free_keys);
-}
-
-/* The last unread event of a key left: later events start a new key. */
-static void key_unindex(struct queue *q, struct mkey *k)
-{
-	if (k->indexed && list_empty(&k->unread)) {
-		htab_remove(&q->index, &k->node);
-		k->indexed = false;
-	}
-}
-
-/* Give back what a slot holds; owners are the caller's business. */
-static void slot_clear(struct queue *q, struct slot *s)
-{
-	strref_put(s->path);
-	s->path = NULL;
-	s->owner = NULL;
-	if (s->key) {
-		key_put(q, s->key);
-		s->key = NULL;
-	}
-}
-
 void queue_free(struct queue *q)
 {
-	struct slot_chunk *sc, *snext;
-	struct key_chunk *kc, *knext;
-	struct list *pos, *tmp;
-
 	if (!q)
 		return;
-	if (q->overflow_pending)
-		list_del(&q->overflow.fifo);
-	list_for_each_safe(pos, tmp, &q->fifo)
-		strref_put(list_entry(pos, struct slot, fifo)->path);
-	list_for_each_safe(pos, tmp, &q->delivered)
-		strref_put(list_entry(pos, struct slot, fifo)->path);
-	for (sc = q->slot_chunks; sc; sc = snext) {
-		snext = sc->next;
-		mem_free(sc);
+	q->deferred.n = 0; /* deferred pushes hold nothing */
+	queue_release_delivered(q);
+	for (uint64_t i = q->head; i != q->tail; i++) {
+		uint32_t id = q->ring[i & (q->ringcap - 1)];
+
+		if (id != NONE)
+			strref_put(slot_at(q, id)->path);
 	}
-	for (kc = q->key_chunks; kc; kc = knext) {
-		knext = kc->next;
-		for (int i = 0; i < PER_CHUNK; i++)
-			if (kc->keys[i].name != kc->keys[i].inl)
-				mem_free(kc->keys[i].name);
-		mem_free(kc);
+	for (size_t c = 0; c < q->nchunks; c++) {
+		for (uint32_t i = 0; i < CHUNK_SLOTS; i++)
+			mem_free(q->chunk[c][i].heap);
+		mem_free(q->chunk_raw[c]);
 	}
-	htab_fini(&q->index);
+	mem_free(q->chunk);
+	mem_free(q->chunk_raw);
+	mem_free(q->free);
+	mem_free(q->ring);
+	mem_free(q->ix.e);
+	qdirect_fini(q);
 	mem_free(q);
 }
 
-static struct slot *slot_get(struct queue *q)
+/* ---- slots ---- */
+
+/* A chunk of fresh slots on the free stack, the lowest id on top. */
+static int chunk_add(struct queue *q)
 {
-	struct slot *s;
+	size_t n = q->nchunks;
+	struct slot **chunk;
+	uint32_t *freeids;
+	void **raw;
+	void *mem;
 
-	if (list_empty(&q->free)) {
-		struct slot_chunk *c = mem_alloc(sizeof(*c));
-
-		if (!c)
-			return NULL;
-		memset(c, 0, sizeof(*c));
-		c->next = q->slot_chunks;
-		q->slot_chunks = c;
-		for (int i = 0; i < PER_CHUNK; i++) {
-			list_init(&c->slots[i].chain);
-			list_add(&c->slots[i].fifo, &q->free);
-		}
-	}
-	s = list_first(&q->free, struct slot, fifo);
-	list_del(&s->fifo);
-	return s;
-}
-
-static struct mkey *key_get(struct queue *q)
-{
-	struct mkey *k;
-
-	if (list_empty(&q->free_keys)) {
-		struct key_chunk *c = mem_alloc(sizeof(*c));
-
-		if (!c)
-			return NULL;
-		memset(c, 0, sizeof(*c));
-		c->next = q->key_chunks;
-		q->key_chunks = c;
-		for (int i = 0; i < PER_CHUNK; i++) {
-			c->keys[i].name = c->keys[i].inl;
-			c->keys[i].namecap = KEY_INLINE_NAME;
-			list_add(&c->keys[i].pool, &q->free_keys);
-		}
-	}
-	k = list_first(&q->free_keys, struct mkey, pool);
-	list_del(&k->pool);
-	return k;
-}
-
-static int key_set_name(struct mkey *k, const char *name, size_t namelen)
-{
-	k->has_name = name != NULL;
-	k->namelen = 0;
-	if (!name)
-		return 0;
-	if (namelen >= UINT16_MAX)
+	if (n >= MAX_CHUNKS)
 		return -1;
-	if (namelen + 1 > k->namecap) {
-		char *heap = k->name == k->inl ? NULL : k->name;
-		char *n = mem_realloc(heap, namelen + 1);
-
-		if (!n)
-			return -1;
-		k->name = n;
-		k->namecap = (uint16_t)(namelen + 1);
-	}
-	memcpy(k->name, name, namelen);
-	k->name[namelen] = '\0';
-	k->namelen = (uint16_t)namelen;
+	chunk = mem_realloc(q->chunk, (n + 1) * sizeof(*chunk));
+	if (!chunk)
+		return -1;
+	q->chunk = chunk;
+	raw = mem_realloc(q->chunk_raw, (n + 1) * sizeof(*raw));
+	if (!raw)
+		return -1;
+	q->chunk_raw = raw;
+	freeids = mem_realloc(q->free, (n + 1) * CHUNK_SLOTS * sizeof(*freeids));
+	if (!freeids)
+		return -1;
+	q->free = freeids;
+	/* Aligned to a line, so a slot's first line is a whole line. */
+	mem = mem_zalloc(CHUNK_SLOTS * SLOT_BYTES + 63);
+	if (!mem)
+		return -1;
+	raw[n] = mem;
+	chunk[n] = (struct slot *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
+	q->nchunks = n + 1;
+	for (uint32_t i = CHUNK_SLOTS; i-- > 0;)
+		q->free[q->nfree++] = (uint32_t)(n << CHUNK_SHIFT) + i;
 	return 0;
 }
 
-static uint64_t key_hash(const struct qowner *owner, const struct strref *path, const char *name,
-			 size_t namelen)
+static uint32_t slot_new(struct queue *q)
 {
-	uint64_t h = hash_u64((uint64_t)(uintptr_t)owner ^ hash_u64((uint64_t)(uintptr_t)path));
-
-	return name ? hash_bytes(name, namelen, h) : h;
+	if (!q->nfree && chunk_add(q) < 0)
+		return NONE;
+	return q->free[--q->nfree];
 }
 
-static struct mkey *key_find(struct queue *q, uint64_t hash, const struct qowner *owner,
-			     const struct strref *path, const char *name, size_t namelen)
+/* Give back what a slot holds; owners are the caller's business. */
+static void slot_free(struct queue *q, uint32_t id)
 {
-	struct hnode *n;
+	struct slot *s = slot_at(q, id);
 
-	htab_for_each_hash(n, &q->index, hash) {
-		struct mkey *k = container_of(n, struct mkey, node);
+	strref_put(s->path);
+	s->path = NULL;
+	s->owner = NULL;
+	q->free[q->nfree++] = id;
+}
 
-		if (k->owner != owner || k->path != path || k->has_name != (name != NULL))
-			continue;
-		if (!name || (k->namelen == namelen && !memcmp(k->name, name, namelen)))
-			return k;
+static int slot_set_name(struct slot *s, const char *name, size_t len)
+{
+	char *dst = s->inl;
+
+	s->namelen = 0;
+	if (!name)
+		return 0;
+	if (len + 1 > INLINE_NAME) {
+		if (s->heapcap < len + 1) {
+			char *n = mem_realloc(s->heap, len + 1);
+
+			if (!n)
+				return -1;
+			s->heap = n;
+			s->heapcap = (uint16_t)(len + 1);
+		}
+		dst = s->heap;
 	}
-	return NULL;
+	memcpy(dst, name, len);
+	dst[len] = '\0';
+	s->namelen = (uint16_t)len;
+	return 0;
 }
 
-/* The key of an event: found in the index, or made and indexed. NULL on ENOMEM. */
-static struct mkey *key_lookup(struct queue *q, struct qowner *owner, const struct strref *path,
-			       const char *name, size_t namelen)
-{
-	uint64_t hash = key_hash(owner, path, name, namelen);
-	struct mkey *k = key_find(q, hash, owner, path, name, namelen);
+/* ---- the ring ---- */
 
-	if (k)
-		return k;
-	if (htab_reserve(&q->index, 1) < 0)
-		return NULL;
-	k = key_get(q);
-	if (!k)
-		return NULL;
-	if (key_set_name(k, name, namelen) < 0) {
-		list_add(&k->pool, &q->free_keys);
-		return NULL;
+/* Room for one more id; purged holes are squeezed out when it is full. */
+static int ring_reserve(struct queue *q)
+{
+	size_t used = (size_t)(q->tail - q->head), cap = q->ringcap ? q->ringcap : 64, j = 0;
+	uint32_t *ring;
+
+	if (used < q->ringcap)
+		return 0;
+	while (cap < 2 * (q->waiting + 1))
+		cap *= 2;
+	ring = mem_alloc(cap * sizeof(*ring));
+	if (!ring)
+		return -1;
+	for (uint64_t i = q->head; i != q->tail; i++) {
+		uint32_t id = q->ring[i & (q->ringcap - 1)];
+
+		if (id != NONE)
+			ring[j++] = id;
 	}
-	k->owner = owner;
-	k->path = path;
-	k->refs = 0;
-	list_init(&k->unread);
-	k->indexed = true;
-	htab_insert(&q->index, &k->node, hash);
-	return k;
+	mem_free(q->ring);
+	q->ring = ring;
+	q->ringcap = cap;
+	q->head = 0;
+	q->tail = j;
+	return 0;
 }
 
-static bool is_barrier(uint32_t mask, const char *name)
-{
-	return name && (mask & (FSNW_CREATE | FSNW_DELETE | FSNW_MOVED_FROM | FSNW_MOVED_TO));
-}
+/* ---- the index ---- */
 
-static bool never_merged(uint32_t mask, uint32_t cookie)
+static bool slot_is_key(struct slot *s, const struct queue_pend *p)
 {
-	return cookie || (mask & (FSNW_IGNORED | FSNW_OVERFLOW | FSNW_UNMOUNT));
+	if (s->owner != p->owner || s->path != p->path || !(s->flags & F_NAME) != !p->name)
+		return false;
+	return !p->name || (s->namelen == p->namelen && !memcmp(slot_name(s), p->name, p->namelen));
 }
 
 /*
- * The newest unread event of the key with this mask, unless a barrier (a
- * create, delete or move of the name) stands between: then none.
+ * The index place of p's key: where its entry is, with *newest its newest
+ * slot, or the free place where it would go, with *newest NONE.
  */
-static struct slot *find_merge(const struct mkey *k, uint32_t mask)
+static size_t index_find(const struct queue *q, uint32_t hash, const struct queue_pend *p,
+			 uint32_t *newest)
 {
-	const struct list *pos;
-	int scanned = 0;
+	size_t m = q->ix.mask, pos = hash & m;
 
-	for (pos = k->unread.next; pos != &k->unread && scanned < QUEUE_MERGE_SCAN;
-	     pos = pos->next, scanned++) {
-		struct slot *s = list_entry(pos, struct slot, chain);
+	for (;; pos = (pos + 1) & m) {
+		uint64_t e = q->ix.e[pos];
 
-		if (s->barrier)
-			return NULL;
-		if (s->mask == mask && s->mergeable)
-			return s;
+		if (!e)
+			break;
+		if ((uint32_t)(e >> 32) == hash && slot_is_key(slot_at(q, (uint32_t)e - 1), p)) {
+			*newest = (uint32_t)e - 1;
+			return pos;
+		}
 	}
-	return NULL;
+	*newest = NONE;
+	return pos;
 }
 
-static void note_depth(struct queue *q)
+/* Room for `more` new keys at a load of at most one half: 1 if the table
+ * grew (places found before are stale), 0, or -1 on ENOMEM. */
+static int index_reserve(struct queue *q, size_t more)
 {
-	q->c.depth = q->waiting + (q->overflow_pending ? 1 : 0);
-	if (q->c.depth > q->c.high_water)
-		q->c.high_water = q->c.depth;
+	size_t cap = q->ix.mask + 1, ncap = cap, want = q->ix.count + more;
+	uint64_t *e;
+
+	while (want > ncap / 2) {
+		if (ncap > SIZE_MAX / 2 / sizeof(*e))
+			return -1;
+		ncap *= 2;
+	}
+	if (ncap == cap)
+		return 0;
+	e = mem_zalloc(ncap * sizeof(*e));
+	if (!e)
+		return -1;
+	for (size_t i = 0; i < cap; i++) {
+		uint64_t v = q->ix.e[i];
+		size_t pos;
+
+		if (!v)
+			continue;
+		for (pos = (uint32_t)(v >> 32) & (ncap - 1); e[pos]; pos = (pos + 1) & (ncap - 1))
+			;
+		e[pos] = v;
+	}
+	mem_free(q->ix.e);
+	q->ix.e = e;
+	q->ix.mask = ncap - 1;
+	return 1;
+}
+
+static size_t index_place_of(const struct queue *q, uint32_t hash, uint32_t id)
+{
+	uint64_t want = ix_entry(hash, id);
+	size_t pos;
+
+	for (pos = hash & q->ix.mask; q->ix.e[pos] != want; pos = (pos + 1) & q->ix.mask)
+		;
+	return pos;
+}
+
+/* Linear probing without tombstones: close the hole by moving back each
+ * following entry whose probe path crosses it. */
+static void index_delete_at(struct queue *q, size_t hole)
+{
+	size_t m = q->ix.mask, j = hole;
+
+	for (;;) {
+		uint64_t e;
+		size_t home;
+
+		j = (j + 1) & m;
+		e = q->ix.e[j];
+		if (!e)
+			break;
+		home = (uint32_t)(e >> 32) & m;
+		if (((j - home) & m) >= ((j - hole) & m)) {
+			q->ix.e[hole] = e;
+			hole = j;
+		}
+	}
+	q->ix.e[hole] = 0;
+	q->ix.count--;
+}
+
+/* Take an unread slot out of its key's chain (and the index, if it was the last). */
+static void unkey(struct queue *q, struct slot *s, uint32_t id)
+{
+	size_t pos;
+
+	if (s->older != NONE)
+		slot_at(q, s->older)->newer = s->newer;
+	if (s->newer != NONE) {
+		slot_at(q, s->newer)->older = s->older;
+		return;
+	}
+	pos = index_place_of(q, s->hash, id);
+	if (s->older != NONE)
+		q->ix.e[pos] = ix_entry(s->hash, s->older);
+	else
+		index_delete_at(q, pos);
+}
+
+/* ---- push ---- */
+
+/*
+ * The newest unread event of the key with this mask, unless a barrier (a
+ * create, delete or move of the name) stands between. Scans at most *budget
+ * events, newest first, from `id` in the ring (qdirect_scan goes on in a
+ * direct read's array, which holds older ones); *budget keeps what is left:
+ * 0 after a barrier.
+ */
+static uint32_t scan_slots(const struct queue *q, uint32_t id, uint32_t mask, int *budget)
+{
+	while (id != NONE && *budget > 0) {
+		const struct slot *s = slot_at(q, id);
+
+		(*budget)--;
+		if (s->flags & F_BARRIER) {
+			*budget = 0;
+			return NONE;
+		}
+		if (s->mask == mask && (s->flags & F_MERGEABLE))
+			return id;
+		id = s->older;
+	}
+	return NONE;
 }
 
 static void raise_overflow(struct queue *q)
 {
 	if (q->overflow_pending) {
-		q->overflow.count++;
+		q->overflow_count++;
 		return;
 	}
-	q->overflow.count = 1;
+	q->overflow_count = 1;
 	q->overflow_pending = true;
-	list_add_tail(&q->overflow.fifo, &q->fifo);
 	note_depth(q);
 }
 
-void queue_overflow(struct queue *q)
+/* A new slot at the tail of the ring. pos and newest: the index place of its
+ * key as index_find gave it (looked), before any growth. */
+static int ring_add(struct queue *q, const struct queue_pend *p, uint8_t f, uint32_t hash,
+		    size_t pos, uint32_t newest, bool looked)
 {
-	raise_overflow(q);
+	struct slot *s;
+	uint32_t id;
+
+	if (f & F_KEYED) {
+		int grew = index_reserve(q, 1);
+
+		if (grew < 0)
+			return -1;
+		if (grew || !looked)
+			pos = index_find(q, hash, p, &newest);
+	}
+	if (ring_reserve(q) < 0)
+		return -1;
+	id = slot_new(q);
+	if (id == NONE)
+		return -1;
+	s = slot_at(q, id);
+	if (slot_set_name(s, p->name, p->namelen) < 0) {
+		q->free[q->nfree++] = id;
+		return -1;
+	}
+	s->hash = hash;
+	s->mask = p->mask;
+	s->owner = p->owner;
+	s->path = strref_get(p->path);
+	s->cookie = p->cookie;
+	s->count = 1;
+	s->flags = f;
+	s->older = s->newer = NONE;
+	if (f & F_KEYED) {
+		if (newest != NONE) {
+			s->older = newest;
+			slot_at(q, newest)->newer = id;
+		} else {
+			q->ix.count++;
+		}
+		q->ix.e[pos] = ix_entry(hash, id);
+	}
+	q->ring[q->tail++ & (q->ringcap - 1)] = id;
+	q->waiting++;
+	return 0;
 }
 
-enum queue_result queue_push(struct queue *q, struct qowner *owner, struct strref *path,
-			     uint32_t mask, uint32_t cookie, const char *name, size_t namelen,
-			     unsigned flags)
+enum queue_result queue_push_one(struct queue *q, const struct queue_pend *p, unsigned flags,
+				 bool hashed)
 {
-	bool mergeable = q->merge && !never_merged(mask, cookie);
-	bool barrier = is_barrier(mask, name);
-	struct mkey *k;
-	struct slot *s;
+	struct direct *d = &q->d;
+	uint8_t f = event_flags(q, p);
+	uint32_t hash = 0, newest = NONE, dnewest = NONE, dpos = 0, id;
+	size_t pos = 0;
+	bool looked = false;
 
-	if (mask & FSNW_OVERFLOW) {
+	if (p->mask & FSNW_OVERFLOW) {
 		raise_overflow(q);
 		return QUEUE_QUEUED;
 	}
-	k = key_lookup(q, owner, path, name, namelen);
-	if (k && mergeable && !barrier) {
-		s = find_merge(k, mask);
-		if (s) {
-			s->count++;
-			q->c.merged++;
-			return QUEUE_MERGED;
+	if (f & F_KEYED) {
+		int budget = QUEUE_MERGE_SCAN;
+
+		hash = hashed ? p->hash : key_hash(p);
+		/* The ring's events are newer than the direct read's. */
+		if (q->waiting) {
+			pos = index_find(q, hash, p, &newest);
+			looked = true;
+			if ((f & F_MERGEABLE) &&
+			    (id = scan_slots(q, newest, p->mask, &budget)) != NONE) {
+				slot_at(q, id)->count++;
+				goto merged;
+			}
+		}
+		if (d->on) {
+			dpos = qdirect_find(d, hash, p, &dnewest);
+			if ((f & F_MERGEABLE) &&
+			    (id = qdirect_scan(d, dnewest, p->mask, &budget)) != NONE) {
+				d->evs[id].count++;
+				goto merged;
+			}
 		}
 	}
 	if (!(flags & QUEUE_FORCE) &&
 	    (q->overflow_pending ||
-	     (q->capacity != FSNW_QUEUE_UNLIMITED && q->waiting >= q->capacity)))
+	     (q->capacity != FSNW_QUEUE_UNLIMITED && q->waiting + d->live >= q->capacity)))
 		goto drop;
-	if (!k)
+	if (p->name && p->namelen >= UINT16_MAX)
 		goto drop;
-	s = slot_get(q);
-	if (!s)
+	/* The array takes events while nothing waits behind it: it stays the head. */
+	if (d->on && !q->waiting && d->n < d->max) {
+		if (qdirect_add(q, p, f, hash, dpos, dnewest, flags) < 0)
+			goto drop;
+	} else if (ring_add(q, p, f, hash, pos, newest, looked) < 0) {
 		goto drop;
-	s->key = k;
-	k->refs++;
-	s->owner = owner;
-	s->path = strref_get(path);
-	s->mask = mask;
-	s->cookie = cookie;
-	s->count = 1;
-	s->mergeable = mergeable && !barrier;
-	s->barrier = barrier;
-	list_add(&s->chain, &k->unread);
-	/* A forced slot goes before a pending overflow, which stays the tail. */
-	if (q->overflow_pending)
-		list_add_tail(&s->fifo, &q->overflow.fifo);
-	else
-		list_add_tail(&s->fifo, &q->fifo);
-	if (owner)
-		owner->queued++;
-	q->waiting++;
+	}
+	if (p->owner)
+		p->owner->queued++;
 	q->c.queued++;
 	note_depth(q);
 	return QUEUE_QUEUED;
+merged:
+	q->c.merged++;
+	PROBE2(merge, p->owner ? p->owner->wid : 0, p->mask);
+	return QUEUE_MERGED;
 drop:
-	if (k && !k->refs) {
-		/* Made for this event, which is not kept. */
-		htab_remove(&q->index, &k->node);
-		k->indexed = false;
-		list_add(&k->pool, &q->free_keys);
-	}
 	q->c.dropped_full++;
 	if (!q->overflow_pending) {
 		q->c.overflows++;
@@ -389,39 +482,134 @@ drop:
 	return QUEUE_DROPPED;
 }
 
-/* Take a slot out of the waiting part: fifo, its key's unread list, its owner. */
-static void slot_unqueue(struct queue *q, struct slot *s)
+enum queue_result queue_push(struct queue *q, struct qowner *owner, struct strref *path,
+			     uint32_t mask, uint32_t cookie, const char *name, size_t namelen,
+			     unsigned flags)
 {
-	list_del(&s->fifo);
-	list_del(&s->chain);
-	key_unindex(q, s->key);
-	if (s->owner)
-		s->owner->queued--;
-	q->waiting--;
+	struct queue_pend p = {
+		.owner = owner, .path = path, .name = name, .namelen = namelen, .mask = mask,
+		.cookie = cookie,
+	};
+
+	queue_flush(q);
+	return queue_push_one(q, &p, flags, false);
+}
+
+/*
+ * The deferred pushes in three passes: hash each and prefetch its index
+ * line; read each line and prefetch the slot it names (a likely merge) or
+ * the free slot it will take (a likely insert); then push each, in order,
+ * exactly as queue_push would. The first two passes only guess: an insert
+ * earlier in the batch may change what a later push finds, which the
+ * third pass sees, at the cost of a miss. A direct read has its own.
+ */
+void queue_flush(struct queue *q)
+{
+	uint32_t n = q->deferred.n;
+	size_t ahead = 0;
+
+	if (!n)
+		return;
+	q->deferred.n = 0;
+	if (q->d.on && !q->waiting) {
+		qdirect_flush(q, n);
+		return;
+	}
+	if (!q->merge)
+		goto push;
+	(void)index_reserve(q, n); /* no growth inside the batch, where it can be helped */
+	for (uint32_t i = 0; i < n; i++) {
+		struct queue_pend *p = &q->deferred.p[i];
+
+		p->hash = key_hash(p);
+		__builtin_prefetch(&q->ix.e[p->hash & q->ix.mask]);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct queue_pend *p = &q->deferred.p[i];
+		size_t pos = p->hash & q->ix.mask;
+		uint64_t e;
+
+		for (int probes = 0; (e = q->ix.e[pos]) && probes < 4; probes++) {
+			if ((uint32_t)(e >> 32) == p->hash) {
+				const char *s = (const char *)slot_at(q, (uint32_t)e - 1);
+
+				__builtin_prefetch(s, 1);
+				__builtin_prefetch(s + 64);
+				goto next;
+			}
+			pos = (pos + 1) & q->ix.mask;
+		}
+		if (ahead < q->nfree)
+			__builtin_prefetch(slot_at(q, q->free[q->nfree - 1 - ahead++]), 1);
+next:;
+	}
+push:
+	for (uint32_t i = 0; i < n; i++)
+		(void)queue_push_one(q, &q->deferred.p[i],
+				     q->d.on && q->d.lend_names ? PUSH_LENT_NAME : 0, q->merge);
+}
+
+void queue_overflow(struct queue *q)
+{
+	queue_flush(q);
+	raise_overflow(q);
+}
+
+/* ---- pop, purge ---- */
+
+static void pop_prefetch(const struct queue *q)
+{
+	uint64_t far = q->head + POP_AHEAD, near = q->head + POP_AHEAD / 2;
+	size_t m = q->ringcap - 1;
+
+	if (far < q->tail && q->ring[far & m] != NONE)
+		__builtin_prefetch(slot_at(q, q->ring[far & m]));
+	if (near < q->tail && q->ring[near & m] != NONE) {
+		const struct slot *s = slot_at(q, q->ring[near & m]);
+
+		if ((s->flags & F_KEYED) && s->newer == NONE)
+			__builtin_prefetch(&q->ix.e[s->hash & q->ix.mask], 1);
+	}
 }
 
 size_t queue_pop(struct queue *q, struct fsnw_event *evs, size_t max)
 {
 	size_t n = 0;
 
-	while (n < max && !list_empty(&q->fifo)) {
-		struct slot *s = list_first(&q->fifo, struct slot, fifo);
-		struct fsnw_event *ev = &evs[n++];
+	queue_flush(q);
+	while (n < max && q->head != q->tail) {
+		uint32_t id = q->ring[q->head++ & (q->ringcap - 1)];
+		struct fsnw_event *ev;
+		struct slot *s;
 
+		if (id == NONE)
+			continue;
+		pop_prefetch(q);
+		s = slot_at(q, id);
+		ev = &evs[n++];
 		ev->wid = s->owner ? s->owner->wid : 0;
 		ev->mask = s->mask;
 		ev->cookie = s->cookie;
 		ev->count = s->count;
 		ev->path = s->path ? s->path->s : NULL;
-		ev->name = s->key && s->key->has_name ? s->key->name : NULL;
-		if (s == &q->overflow) {
-			list_del(&s->fifo);
-			q->overflow_pending = false;
-			continue;
-		}
-		slot_unqueue(q, s);
-		s->owner = NULL;
-		list_add_tail(&s->fifo, &q->delivered);
+		ev->name = (s->flags & F_NAME) ? slot_name(s) : NULL;
+		if (s->flags & F_KEYED)
+			unkey(q, s, id);
+		if (s->owner)
+			s->owner->queued--;
+		q->waiting--;
+		s->older = q->lent;
+		q->lent = id;
+	}
+	if (n < max && q->head == q->tail && q->overflow_pending) {
+		struct fsnw_event *ev = &evs[n++];
+
+		ev->wid = 0;
+		ev->mask = FSNW_OVERFLOW;
+		ev->cookie = 0;
+		ev->count = q->overflow_count;
+		ev->path = ev->name = NULL;
+		q->overflow_pending = false;
 	}
 	q->c.delivered += n;
 	note_depth(q);
@@ -430,33 +618,37 @@ size_t queue_pop(struct queue *q, struct fsnw_event *evs, size_t max)
 
 void queue_release_delivered(struct queue *q)
 {
-	struct list *pos, *tmp;
+	queue_flush(q);
+	while (q->lent != NONE) {
+		uint32_t id = q->lent;
 
-	list_for_each_safe(pos, tmp, &q->delivered) {
-		struct slot *s = list_entry(pos, struct slot, fifo);
-
-		list_del(pos);
-		slot_clear(q, s);
-		list_add(pos, &q->free);
+		q->lent = slot_at(q, id)->older;
+		slot_free(q, id);
 	}
+	qdirect_release(q);
 }
 
 size_t queue_purge(struct queue *q, struct qowner *owner)
 {
-	struct list *pos, *tmp;
-	size_t n = 0;
+	size_t n;
 
-	list_for_each_safe(pos, tmp, &q->fifo) {
+	queue_flush(q);
+	n = qdirect_purge(q, owner);
+	for (uint64_t i = q->head; i != q->tail && owner->queued; i++) {
+		uint32_t *r = &q->ring[i & (q->ringcap - 1)];
 		struct slot *s;
 
-		if (!owner->queued)
-			break;
-		s = list_entry(pos, struct slot, fifo);
+		if (*r == NONE)
+			continue;
+		s = slot_at(q, *r);
 		if (s->owner != owner)
 			continue;
-		slot_unqueue(q, s);
-		slot_clear(q, s);
-		list_add(&s->fifo, &q->free);
+		if (s->flags & F_KEYED)
+			unkey(q, s, *r);
+		slot_free(q, *r);
+		*r = NONE;
+		owner->queued--;
+		q->waiting--;
 		n++;
 	}
 	q->c.purged += n;

@@ -14,6 +14,8 @@ static void tell_dropped(struct fsnw *w, struct kwatch *kw)
 {
 	struct list *pos, *tmp;
 
+	/* Deferred pushes may name the paths of links about to go. */
+	queue_flush(w->q);
 	list_for_each_safe(pos, tmp, &kw->links) {
 		struct link *l = list_entry(pos, struct link, knode);
 
@@ -41,14 +43,20 @@ void route_reconcile(struct fsnw *w)
 	}
 }
 
-/* Hand ev to each active link of kw. */
-static void fan_out(struct fsnw *w, struct kwatch *kw, const struct kevent *ev)
+/*
+ * Hand ev to each active link of kw; returns how many pushes it made. A
+ * plain link only queues the event, deferred: the queue takes the pushes
+ * of a whole read as one batch, and the engine flushes it before the
+ * buffer the name lies in is read over. A tree link or a oneshot watch
+ * acts on the event at once, which may detach links (kw is pinned for
+ * that): its push goes in at once too, after all deferred before it.
+ */
+static unsigned fan_out(struct fsnw *w, struct kwatch *kw, const struct kevent *ev)
 {
 	struct list *pos, *tmp;
-	bool heard = false;
+	bool heard = false, pinned = false;
+	unsigned pushes = 0;
 
-	/* Pinned: a oneshot watch or a tree may detach the last link. */
-	kwatch_pin(kw);
 	list_for_each_safe(pos, tmp, &kw->links) {
 		struct link *l = list_entry(pos, struct link, knode);
 		struct watch *lw = l->watch;
@@ -57,15 +65,30 @@ static void fan_out(struct fsnw *w, struct kwatch *kw, const struct kevent *ev)
 		if (!l->active)
 			continue;
 		heard = true;
+		mask = ev->mask & (lw->mask | FSNW_ISDIR | FSNW_UNMOUNT);
+		wanted = mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT);
+		if (!lw->tree && !(wanted && (lw->flags & FSNW_WATCH_ONESHOT))) {
+			if (wanted) {
+				queue_defer(w->q, &lw->qo, l->path, mask, ev->cookie, ev->name,
+					    ev->namelen);
+				pushes++;
+			}
+			continue;
+		}
+		if (!pinned) {
+			kwatch_pin(kw);
+			pinned = true;
+		}
 		if (lw->tree && tree_walk_echo(&w->trees, l, ev)) {
 			w->st.dropped_walk++;
 			continue;
 		}
-		mask = ev->mask & (lw->mask | FSNW_ISDIR | FSNW_UNMOUNT);
-		wanted = mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT);
-		if (wanted && queue_push(w->q, &lw->qo, l->path, mask, ev->cookie, ev->name,
-					 ev->namelen, 0) == QUEUE_MERGED)
-			PROBE2(merge, lw->qo.wid, mask);
+		if (wanted) {
+			/* The queue fires the merge probe itself. */
+			queue_push(w->q, &lw->qo, l->path, mask, ev->cookie, ev->name, ev->namelen,
+				   0);
+			pushes++;
+		}
 		/*
 		 * After the push: the event reports the path it happened at, and a
 		 * tree may now rename or drop l, or end, having lost its root. A
@@ -75,13 +98,15 @@ static void fan_out(struct fsnw *w, struct kwatch *kw, const struct kevent *ev)
 		if (lw->tree) {
 			if (tree_note_event(w, l, ev))
 				watches_dropped(w, lw);
-		} else if (wanted && (lw->flags & FSNW_WATCH_ONESHOT)) {
+		} else {
 			watches_oneshot_fired(w, lw);
 		}
 	}
 	if (!heard)
 		w->st.dropped_parked++;
-	kwatch_unpin(w, kw, true);
+	if (pinned)
+		kwatch_unpin(w, kw, true);
+	return pushes;
 }
 
 unsigned route_event(struct fsnw *w, const struct kevent *ev)
@@ -93,7 +118,7 @@ unsigned route_event(struct fsnw *w, const struct kevent *ev)
 		handle_overflow(w, OVERFLOW_KERNEL);
 		return ROUTE_OVERFLOW;
 	}
-	kw = ev->key ? kwatch_find(&w->kwatches, ev->key, ev->keylen) : NULL;
+	kw = ev->key ? kwatch_find_hot(&w->kwatches, ev->key, ev->keylen) : NULL;
 	if (!kw && (ev->mask & FSNW_IGNORED))
 		kwatch_note_drop(&w->kwatches); /* maybe of a mark an add has yet to record */
 	if (!kw || kw->dropped || kw->fsmark) {
@@ -112,8 +137,7 @@ unsigned route_event(struct fsnw *w, const struct kevent *ev)
 			tell_dropped(w, kw);
 		return 0;
 	}
-	fan_out(w, kw, ev);
-	return 0;
+	return ROUTE_PUSHES_ONE * fan_out(w, kw, ev);
 }
 
 void route_end_trees(struct fsnw *w)

@@ -13,8 +13,10 @@
 struct fsnw;
 struct kevent;
 
-/* route_event results */
+/* route_event results: bits, and above them the number of queue pushes made */
 #define ROUTE_OVERFLOW 0x1u /* the kernel lost events: reconcile the table */
+#define ROUTE_PUSHES_ONE 0x100u
+#define ROUTE_PUSHES(r) ((r) / ROUTE_PUSHES_ONE)
 
 unsigned route_event(struct fsnw *w, const struct kevent *ev);
 

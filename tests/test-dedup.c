@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -258,6 +259,41 @@ START_TEST(disjoint_masks_no_drain)
 }
 END_TEST
 
+/*
+ * A read that fills the caller's array leaves records read from the kernel
+ * but not yet routed in the library's buffer: the kernel queue is empty
+ * (the ring is quiet), yet they are older than an add made then, which must
+ * not hear them.
+ */
+START_TEST(buffered_records_older_than_add)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	struct fsnw_event one;
+	struct ev *evs;
+	int a, b, n;
+
+	a = fsnw_add(w, dir, FSNW_CREATE, 0);
+	ck_assert_int_gt(a, 0);
+	for (int i = 0; i < 20; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "f%d", i);
+		touch(dir, name);
+	}
+	ck_assert_int_eq(fsnw_read(w, &one, 1, 1000), 1);
+	ck_assert_int_eq(one.wid, a);
+	b = fsnw_add(w, dir, FSNW_CREATE, 0);
+	ck_assert_int_gt(b, 0);
+	n = collect(w, &evs, 64, 300);
+	ck_assert_int_eq(count_ev(evs, n, b, 0, NULL), 0);
+	ck_assert_int_eq(count_ev(evs, n, a, FSNW_CREATE, NULL), 19);
+	evs_free(evs);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 /* A dedup add on an idle queue costs its mark call alone (ring path), every
  * time; a non-last remove costs nothing. */
 START_TEST(idle_dedup_adds_one_syscall_each)
@@ -411,6 +447,7 @@ TEST_SUITE(dedup)
 	ADD_TEST(s, no_event_older_than_watch);
 	ADD_TEST(s, disjoint_masks_no_drain);
 	ADD_TEST(s, idle_dedup_adds_one_syscall_each);
+	ADD_TEST(s, buffered_records_older_than_add);
 	ADD_TEST(s, other_threads_event_before_add);
 	ADD_TEST(s, each_thread_its_ring);
 	return s;

@@ -572,7 +572,7 @@ struct got {
 	char name[16][16];
 };
 
-static void got_fn(void *arg, const struct kevent *ev)
+static bool got_fn(void *arg, const struct kevent *ev)
 {
 	struct got *g = arg;
 
@@ -587,6 +587,7 @@ static void got_fn(void *arg, const struct kevent *ev)
 			ck_assert_uint_eq(ev->keylen, 16 + HB);
 	}
 	g->n++;
+	return true;
 }
 
 /* One record: metadata then the given info records. */
@@ -674,7 +675,7 @@ struct bounds {
 	size_t n;
 };
 
-static void bounded_fn(void *arg, const struct kevent *ev)
+static bool bounded_fn(void *arg, const struct kevent *ev)
 {
 	struct bounds *b = arg;
 
@@ -688,6 +689,7 @@ static void bounded_fn(void *arg, const struct kevent *ev)
 		ck_assert(nm >= b->lo && nm + ev->namelen < b->hi);
 		ck_assert_int_eq(nm[ev->namelen], 0);
 	}
+	return true;
 }
 
 START_TEST(decode_lies)

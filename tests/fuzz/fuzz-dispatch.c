@@ -349,16 +349,54 @@ static void check_event(const struct fsnw_event *ev)
 		CHECK(r->events == 1);
 }
 
+/*
+ * The last read's strings, and copies of them: they must read the same until
+ * the next fsnw_read, whatever the handle does meanwhile (adds, removes and
+ * pumps read the kernel queue too, and a direct read lends names from the
+ * read buffer).
+ */
+static struct {
+	const char *path, *name;
+	char path_copy[16], name_copy[NAME_MAX + 1];
+} lent[32];
+static int nlent;
+
+static void check_lent(void)
+{
+	for (int i = 0; i < nlent; i++) {
+		CHECK(!lent[i].path || !strcmp(lent[i].path, lent[i].path_copy));
+		CHECK(!lent[i].name || !strcmp(lent[i].name, lent[i].name_copy));
+	}
+}
+
+/* The strings of evs, just read, checked until the next read. */
+static void lend(const struct fsnw_event *evs, int n)
+{
+	nlent = n > 0 ? n : 0;
+	for (int i = 0; i < nlent; i++) {
+		lent[i].path = evs[i].path;
+		lent[i].name = evs[i].name;
+		if (evs[i].path)
+			snprintf(lent[i].path_copy, sizeof(lent[i].path_copy), "%s", evs[i].path);
+		if (evs[i].name)
+			snprintf(lent[i].name_copy, sizeof(lent[i].name_copy), "%s", evs[i].name);
+	}
+}
+
 static void read_some(struct fsnw *w, size_t max)
 {
 	struct fsnw_event evs[32];
-	int n = fsnw_read(w, evs, max, 0);
+	int n;
 
+	check_lent();
+	n = fsnw_read(w, evs, max, 0);
+	nlent = 0;
 	if (n == -EAGAIN)
 		return;
 	CHECK(n > 0 && (size_t)n <= max);
 	for (int i = 0; i < n; i++)
 		check_event(&evs[i]);
+	lend(evs, n);
 }
 
 static struct fsnw_stats snap(struct fsnw *w)
@@ -407,12 +445,15 @@ static void drain_all(struct fsnw *w)
 		int n;
 
 		CHECK(fsnw_pump(w) >= 0);
+		check_lent();
 		n = fsnw_read(w, evs, 32, 0);
+		nlent = 0;
 		if (n == -EAGAIN && K.len == 0)
 			return;
 		CHECK(n > 0 || n == -EAGAIN);
 		for (int i = 0; i < n; i++)
 			check_event(&evs[i]);
+		lend(evs, n);
 	}
 	CHECK(!"drain did not end");
 }
@@ -608,6 +649,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	alloc_failed = false;
 	fail_k = -1;
 	overflow_read = false;
+	nlent = 0;
 	w = fake_open((cfg & 0x8) ? FSNW_OPEN_NO_MERGE : 0, capacity, (cfg >> 4) & 0x3);
 
 	for (int ops = 0; in.left && ops < MAX_OPS; ops++) {
@@ -672,6 +714,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_stats(w);
 			break;
 		}
+		check_lent();
 		note_failure();
 	}
 	note_failure();

@@ -66,7 +66,7 @@ static bool inside(const struct ref *r, const void *p, size_t n)
 	return c >= r->buf && n <= r->len && c - r->buf <= (ptrdiff_t)(r->len - n);
 }
 
-static void check_event(void *arg, const struct kevent *ev)
+static bool check_event(void *arg, const struct kevent *ev)
 {
 	struct ref *r = arg;
 	volatile unsigned char sink = 0;
@@ -92,6 +92,7 @@ static void check_event(void *arg, const struct kevent *ev)
 		CHECK(ev->namelen == 0);
 	}
 	(void)sink;
+	return true;
 }
 
 static int open_fds(void)

@@ -24,9 +24,10 @@ struct ref {
 	size_t len;
 	size_t off; /* the next record the decoder must report */
 	size_t n;
+	size_t stop_after; /* the callback asks to stop after this many events (0: never) */
 };
 
-static void check_event(void *arg, const struct kevent *ev)
+static bool check_event(void *arg, const struct kevent *ev)
 {
 	struct ref *r = arg;
 	struct inotify_event hdr;
@@ -59,7 +60,9 @@ static void check_event(void *arg, const struct kevent *ev)
 		CHECK(!memcmp(ev->key, &hdr.wd, sizeof(int)));
 	}
 	r->off += sizeof(hdr) + hdr.len;
+	CHECK(ev->end == r->off);
 	r->n++;
+	return r->n != r->stop_after;
 }
 
 /* How many whole records lead the buffer: where decoding must stop. */
@@ -86,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	unsigned char *mem;
 	struct ref r;
-	size_t shift, n;
+	size_t shift, n, stop, whole;
 
 	if (!size)
 		return 0;
@@ -98,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	mem = malloc(shift + size + 1);
 	CHECK(mem);
 	memcpy(mem + shift, data, size);
-	r = (struct ref){ mem + shift, size, 0, 0 };
+	r = (struct ref){ mem + shift, size, 0, 0, 0 };
 	{
 		/* A heap block of exactly the input: nothing beyond it is readable. */
 		unsigned char *exact = malloc(size ? size : 1);
@@ -111,10 +114,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(n == whole_records(exact, size));
 		free(exact);
 	}
-	r = (struct ref){ mem + shift, size, 0, 0 };
+	r = (struct ref){ mem + shift, size, 0, 0, 0 };
 	n = inotify_decode(mem + shift, size, check_event, &r);
 	CHECK(n == r.n);
 	CHECK(n == whole_records(mem + shift, size));
+	/* Asked to stop, the decoder ends after that event, and the event's
+	 * end is where the next decode resumes: it then reports the rest. */
+	stop = (size_t)(data[-1] >> 3) + 1;
+	whole = whole_records(mem + shift, size);
+	r = (struct ref){ mem + shift, size, 0, 0, stop };
+	n = inotify_decode(mem + shift, size, check_event, &r);
+	CHECK(n == (stop < whole ? stop : whole));
+	if (n < whole) {
+		size_t resume = r.off;
+
+		r = (struct ref){ mem + shift + resume, size - resume, 0, 0, 0 };
+		n += inotify_decode(mem + shift + resume, size - resume, check_event, &r);
+		CHECK(n == whole);
+	}
 	free(mem);
 	return 0;
 }

@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Direct reads: while the queue is empty, a read lends it the caller's
+ * event array, and the events of the drain go straight into it as if they
+ * had been queued. The array is the head of the queue: it takes events
+ * while nothing waits behind it, merges them through an index of its own
+ * (small, so in cache), and counts against the capacity; what does not fit
+ * waits in the ring after it, and merges into the array's events still
+ * (queue_push_one looks in both). Names are lent (the engine keeps its read
+ * buffer until the release) or copied into an arena of reused blocks.
+ */
+#include <string.h>
+
+#include "mem.h"
+#include "probes.h"
+#include "queue-impl.h"
+
+#define ARENA_BLOCK 16384
+
+/*
+ * A direct index entry: the entry's place + 1 in its low bits, the high
+ * bits of its key's hash above, so a probe past another key rarely reads
+ * that key's entry.
+ */
+#define DTAB_BITS 13
+_Static_assert(QUEUE_DIRECT_MAX < (1u << DTAB_BITS), "a place + 1 fits DTAB_BITS");
+#define DTAB_ENTRY(hash, i) (((hash) & ~((1u << DTAB_BITS) - 1)) | ((i) + 1))
+#define DTAB_PLACE(e) (((e) & ((1u << DTAB_BITS) - 1)) - 1)
+
+static void arena_reset(struct arena *a)
+{
+	struct ablock *b, *next;
+
+	for (b = a->head; b; b = b->next)
+		b->used = 0;
+	a->cur = a->head;
+	for (b = a->big; b; b = next) {
+		next = b->next;
+		mem_free(b);
+	}
+	a->big = NULL;
+}
+
+static void arena_fini(struct arena *a)
+{
+	struct ablock *b, *next;
+
+	arena_reset(a);
+	for (b = a->head; b; b = next) {
+		next = b->next;
+		mem_free(b);
+	}
+	a->head = a->cur = NULL;
+}
+
+static char *arena_alloc(struct arena *a, size_t len)
+{
+	struct ablock *b = a->cur;
+
+	if (b && b->cap - b->used >= len)
+		goto take;
+	if (len > ARENA_BLOCK) {
+		b = mem_alloc(sizeof(*b) + len);
+		if (!b)
+			return NULL;
+		b->cap = b->used = len;
+		b->next = a->big;
+		a->big = b;
+		return b->data;
+	}
+	if (b && b->next) {
+		b = b->next; /* emptied by the last reset */
+	} else {
+		struct ablock *nb = mem_alloc(sizeof(*nb) + ARENA_BLOCK);
+
+		if (!nb)
+			return NULL;
+		nb->cap = ARENA_BLOCK;
+		nb->used = 0;
+		nb->next = NULL;
+		if (b)
+			b->next = nb;
+		else
+			a->head = nb;
+		b = nb;
+	}
+	a->cur = b;
+take:
+	b->used += len;
+	return b->data + b->used - len;
+}
+
+/* ---- the direct index ---- */
+
+static inline bool dmeta_is_key(const struct direct *d, uint32_t i, const struct queue_pend *p)
+{
+	const struct dmeta *m = &d->meta[i];
+
+	if (m->owner != p->owner || m->path != p->path || !(m->flags & F_NAME) != !p->name)
+		return false;
+	return !p->name || (m->namelen == p->namelen && !memcmp(d->evs[i].name, p->name,
+								    p->namelen));
+}
+
+/* As index_find, in the direct index. A key whose entries were purged has
+ * none: a new entry takes its place. */
+static inline uint32_t direct_find(const struct direct *d, uint32_t hash,
+				   const struct queue_pend *p, uint32_t *newest)
+{
+	uint32_t pos = hash & d->tmask, tag = DTAB_ENTRY(hash, 0) - 1;
+
+	for (;; pos = (pos + 1) & d->tmask) {
+		uint32_t e = d->tab[pos], i = DTAB_PLACE(e);
+
+		if (!e)
+			break;
+		if ((e & ~((1u << DTAB_BITS) - 1)) == tag && d->meta[i].hash == hash &&
+		    dmeta_is_key(d, i, p)) {
+			*newest = (d->meta[i].flags & F_DEAD) ? NONE : i;
+			return pos;
+		}
+	}
+	*newest = NONE;
+	return pos;
+}
+
+uint32_t qdirect_find(const struct direct *d, uint32_t hash, const struct queue_pend *p,
+		      uint32_t *newest)
+{
+	return direct_find(d, hash, p, newest);
+}
+
+static inline uint32_t scan(const struct direct *d, uint32_t i, uint32_t mask, int *budget)
+{
+	while (i != NONE && *budget > 0) {
+		const struct dmeta *m = &d->meta[i];
+
+		(*budget)--;
+		if (m->flags & F_BARRIER) {
+			*budget = 0;
+			return NONE;
+		}
+		if (m->mask == mask && (m->flags & F_MERGEABLE))
+			return i;
+		i = m->older;
+	}
+	return NONE;
+}
+
+uint32_t qdirect_scan(const struct direct *d, uint32_t i, uint32_t mask, int *budget)
+{
+	return scan(d, i, mask, budget);
+}
+
+/* ---- pushes ---- */
+
+/* dpos, dnewest: qdirect_find's answer. */
+int qdirect_add(struct queue *q, const struct queue_pend *p, uint8_t f, uint32_t hash,
+		uint32_t dpos, uint32_t dnewest, unsigned flags)
+{
+	struct direct *d = &q->d;
+	uint32_t i = d->n;
+	struct fsnw_event *ev = &d->evs[i];
+	struct dmeta *m = &d->meta[i];
+	const char *name = p->name;
+
+	if (p->name && !(flags & PUSH_LENT_NAME)) {
+		char *copy = arena_alloc(&d->names, p->namelen + 1);
+
+		if (!copy)
+			return -1;
+		memcpy(copy, p->name, p->namelen);
+		copy[p->namelen] = '\0';
+		name = copy;
+	}
+	ev->wid = p->owner ? p->owner->wid : 0;
+	ev->mask = p->mask;
+	ev->cookie = p->cookie;
+	ev->count = 1;
+	ev->path = p->path ? p->path->s : NULL;
+	ev->name = name;
+	m->owner = p->owner;
+	m->path = p->path;
+	if (!d->nheld || d->held[d->nheld - 1] != p->path)
+		d->held[d->nheld++] = strref_get(p->path);
+	m->hash = hash;
+	m->mask = p->mask;
+	m->namelen = (uint16_t)p->namelen;
+	m->flags = f;
+	m->older = m->tpos = NONE;
+	if (f & F_KEYED) {
+		m->older = dnewest;
+		m->tpos = dpos;
+		d->tab[dpos] = DTAB_ENTRY(hash, i);
+	}
+	d->n++;
+	d->live++;
+	return 0;
+}
+
+/*
+ * queue_push_one() for a deferred event of a direct read while the array is all that
+ * waits and direct_limit() allows, in the common case: merged in the array,
+ * or added to it with the name lent, while fewer than `limit` entries are
+ * in it. Returns false, having changed nothing, for anything else (a full
+ * array, a drop), which queue_push_one() then does.
+ */
+static inline bool direct_push(struct queue *q, const struct queue_pend *p, uint32_t limit)
+{
+	struct direct *d = &q->d;
+	uint8_t f = event_flags(q, p);
+	uint32_t dpos = 0, dnewest = NONE, i;
+	struct fsnw_event *ev;
+	struct dmeta *m;
+
+	if (f & F_KEYED) {
+		dpos = direct_find(d, p->hash, p, &dnewest);
+		if (f & F_MERGEABLE) {
+			int budget = QUEUE_MERGE_SCAN;
+
+			i = scan(d, dnewest, p->mask, &budget);
+			if (i != NONE) {
+				d->evs[i].count++;
+				q->c.merged++;
+				PROBE2(merge, p->owner->wid, p->mask);
+				return true;
+			}
+		}
+	}
+	if (d->n >= limit || (p->mask & FSNW_OVERFLOW) || p->namelen >= UINT16_MAX)
+		return false;
+	i = d->n++;
+	ev = &d->evs[i];
+	ev->wid = p->owner->wid;
+	ev->mask = p->mask;
+	ev->cookie = p->cookie;
+	ev->count = 1;
+	ev->path = p->path ? p->path->s : NULL;
+	ev->name = p->name;
+	m = &d->meta[i];
+	m->owner = p->owner;
+	m->path = p->path;
+	m->hash = p->hash;
+	m->mask = p->mask;
+	m->namelen = (uint16_t)p->namelen;
+	m->flags = f;
+	m->older = dnewest;
+	m->tpos = NONE;
+	if (f & F_KEYED) {
+		m->tpos = dpos;
+		d->tab[dpos] = DTAB_ENTRY(p->hash, i);
+	}
+	if (!d->nheld || d->held[d->nheld - 1] != p->path)
+		d->held[d->nheld++] = strref_get(p->path);
+	d->live++;
+	p->owner->queued++;
+	q->c.queued++;
+	if (d->live > q->c.high_water)
+		q->c.high_water = d->live;
+	q->c.depth = d->live;
+	return true;
+}
+
+/* direct_push's limit for the pushes to come, or 0 when queue_push_one() must do them. */
+static uint32_t direct_limit(const struct queue *q, unsigned flags)
+{
+	const struct direct *d = &q->d;
+
+	if (!d->on || q->waiting || !q->merge || q->overflow_pending || !(flags & PUSH_LENT_NAME))
+		return 0;
+	/* n counts purged entries too: past the capacity by it, queue_push_one() decides. */
+	if (q->capacity != FSNW_QUEUE_UNLIMITED && q->capacity < d->max)
+		return q->capacity;
+	return d->max;
+}
+
+/*
+ * A direct read's deferred pushes: the hashes first, in one loop whose
+ * multiplies overlap (the direct index is small and in cache: nothing to
+ * prefetch), then each push in order, the common case inline.
+ */
+void qdirect_flush(struct queue *q, uint32_t n)
+{
+	unsigned flags = q->d.lend_names ? PUSH_LENT_NAME : 0;
+	uint32_t limit;
+
+	if (q->merge)
+		for (uint32_t i = 0; i < n; i++)
+			q->deferred.p[i].hash = key_hash(&q->deferred.p[i]);
+	limit = direct_limit(q, flags);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct queue_pend *p = &q->deferred.p[i];
+
+		if (limit && direct_push(q, p, limit))
+			continue;
+		(void)queue_push_one(q, p, flags, q->merge);
+		limit = direct_limit(q, flags);
+	}
+}
+
+/* ---- a read ---- */
+
+bool queue_direct_begin(struct queue *q, struct fsnw_event *evs, size_t max)
+{
+	struct direct *d = &q->d;
+	uint32_t tsize = 2;
+
+	queue_flush(q);
+	if (d->on || d->lent || q->waiting || q->overflow_pending || !max)
+		return false;
+	if (max > QUEUE_DIRECT_MAX)
+		max = QUEUE_DIRECT_MAX;
+	/* The index at most a quarter full: it is small, and probes stay short. */
+	while (tsize < 4 * max)
+		tsize *= 2;
+	if (max > d->cap) {
+		struct dmeta *meta = mem_alloc(max * sizeof(*meta));
+		struct strref **held = mem_alloc(max * sizeof(*held));
+		uint32_t *tab = mem_zalloc(tsize * sizeof(*tab));
+
+		if (!meta || !held || !tab) {
+			mem_free(meta);
+			mem_free(held);
+			mem_free(tab);
+			return false;
+		}
+		mem_free(d->meta);
+		mem_free(d->held);
+		mem_free(d->tab);
+		d->meta = meta;
+		d->held = held;
+		d->tab = tab;
+		d->cap = (uint32_t)max;
+		d->tcap = tsize;
+	}
+	d->tmask = tsize - 1;
+	d->evs = evs;
+	d->lend_names = false;
+	d->max = (uint32_t)max;
+	d->n = d->live = 0;
+	d->on = true;
+	return true;
+}
+
+void queue_direct_lend(struct queue *q, bool lend)
+{
+	q->d.lend_names = lend;
+}
+
+size_t queue_direct_room(const struct queue *q)
+{
+	const struct direct *d = &q->d;
+
+	/* Each deferred push may take a place. */
+	if (!d->on || q->waiting || d->n + q->deferred.n >= d->max)
+		return 0;
+	return d->max - d->n - q->deferred.n;
+}
+
+size_t queue_direct_end(struct queue *q)
+{
+	struct direct *d = &q->d;
+	uint32_t j = 0;
+
+	queue_flush(q);
+	if (!d->on)
+		return 0;
+	for (uint32_t i = 0; i < d->n; i++) {
+		struct dmeta *m = &d->meta[i];
+
+		if (m->tpos != NONE)
+			d->tab[m->tpos] = 0;
+		if (m->flags & F_DEAD)
+			continue;
+		if (m->owner)
+			m->owner->queued--;
+		if (i != j) {
+			d->evs[j] = d->evs[i];
+			d->meta[j] = *m;
+		}
+		j++;
+	}
+	d->on = false;
+	d->lent = true;
+	d->n = d->live = 0;
+	q->c.delivered += j;
+	note_depth(q);
+	return j;
+}
+
+size_t qdirect_purge(struct queue *q, struct qowner *owner)
+{
+	struct direct *d = &q->d;
+	size_t n = 0;
+
+	if (!d->on)
+		return 0;
+	for (uint32_t i = 0; i < d->n; i++) {
+		struct dmeta *m = &d->meta[i];
+
+		if ((m->flags & F_DEAD) || m->owner != owner)
+			continue;
+		m->flags |= F_DEAD;
+		owner->queued--;
+		d->live--;
+		n++;
+	}
+	return n;
+}
+
+void qdirect_release(struct queue *q)
+{
+	struct direct *d = &q->d;
+
+	for (uint32_t i = 0; i < d->nheld; i++)
+		strref_put(d->held[i]);
+	d->nheld = 0;
+	d->lent = false;
+	arena_reset(&d->names);
+}
+
+void qdirect_fini(struct queue *q)
+{
+	qdirect_release(q);
+	mem_free(q->d.meta);
+	mem_free(q->d.held);
+	mem_free(q->d.tab);
+	arena_fini(&q->d.names);
+}
