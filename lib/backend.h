@@ -42,6 +42,11 @@ struct kevent {
 	size_t namelen;
 	const unsigned char *key;   /* the kernel watch it is for; NULL for overflow */
 	size_t keylen;
+	/* fanotify, an event about an entry (create, delete, move): the key of
+	 * the entry itself, or NULL. Trees learn a directory's handle from it
+	 * without asking the kernel, even once the directory is gone. */
+	const unsigned char *target;
+	size_t targetlen;
 };
 
 typedef void (*kevent_fn)(void *arg, const struct kevent *ev);
@@ -138,8 +143,10 @@ size_t inotify_decode(const void *buf, size_t len, kevent_fn fn, void *arg);
  * entry name, and the object itself) and per event bit the kernel merged
  * into it; a FAN_RENAME yields FSNW_MOVED_FROM then FSNW_MOVED_TO with a
  * cookie taken from *cookie (never 0); FAN_DELETE_SELF is followed by
- * FSNW_IGNORED for that key. Keys are fsid + struct file_handle bytes,
- * pointing into buf. A header that is truncated or claims more than the
+ * FSNW_IGNORED for that key. An event about an entry (create, delete, the
+ * two ends of a rename) carries the entry's own key as its target when the
+ * record has one (FAN_REPORT_TARGET_FID). Keys are fsid + struct
+ * file_handle bytes, pointing into buf. A header that is truncated or claims more than the
  * buffer holds ends the decode; a malformed record is skipped whole.
  * Returns the number of events passed to fn.
  */

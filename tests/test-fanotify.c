@@ -568,7 +568,8 @@ static size_t put_meta(unsigned char *p, uint64_t mask, size_t infolen)
 struct got {
 	int n;
 	struct kevent ev[16];
-	unsigned char tag[16]; /* first handle byte of the key */
+	unsigned char tag[16];  /* first handle byte of the key */
+	unsigned char ttag[16]; /* and of the target, 0 if none */
 	char name[16][16];
 };
 
@@ -579,6 +580,9 @@ static void got_fn(void *arg, const struct kevent *ev)
 	if (g->n < 16) {
 		g->ev[g->n] = *ev;
 		g->tag[g->n] = ev->key ? ev->key[16] : 0;
+		g->ttag[g->n] = ev->target ? ev->target[16] : 0;
+		if (ev->target)
+			ck_assert_uint_eq(ev->targetlen, 16 + HB);
 		snprintf(g->name[g->n], sizeof(g->name[0]), "%s", ev->name ? ev->name : "");
 		/* A name is NUL-terminated and as long as it says. */
 		if (ev->name)
@@ -645,6 +649,14 @@ START_TEST(decode_records)
 		  !strcmp(g.name[8], "new"));
 	ck_assert_uint_eq(g.ev[7].cookie, 1);
 	ck_assert_uint_eq(g.ev[8].cookie, 1);
+	/* An entry's create and both ends of its rename name the entry itself;
+	 * other events have no target. */
+	ck_assert_uint_eq(g.ttag[2], 0xf2);
+	ck_assert_uint_eq(g.ttag[7], 0xf3);
+	ck_assert_uint_eq(g.ttag[8], 0xf3);
+	for (int i = 0; i < 14; i++)
+		if (i != 2 && i != 7 && i != 8)
+			ck_assert_uint_eq(g.ttag[i], 0);
 	ck_assert(g.ev[9].mask == (FSNW_ATTRIB | FSNW_ISDIR) && g.tag[9] == 0xd2 && !g.ev[9].name);
 	ck_assert(g.ev[10].mask == FSNW_ATTRIB && g.tag[10] == 0xf1);
 	ck_assert(g.ev[11].mask == FSNW_DELETE_SELF && g.tag[11] == 0xf1);
