@@ -124,6 +124,14 @@ struct backend {
 	 */
 	int (*live)(struct fsnw *w, void (*fn)(struct fsnw *w, const unsigned char *key,
 					       size_t len));
+	/*
+	 * Optional (trees without a walk, fantree.c): an fd on the root of a
+	 * mount of the filesystem of key (fsid first), opened for reading, to
+	 * resolve its file handles with open_by_handle_at and name its
+	 * directories relative to it. Borrowed: valid until fini. -ENOENT
+	 * when no mark of ours is on that filesystem.
+	 */
+	int (*mount_fd)(struct fsnw *w, const unsigned char *key, size_t keylen);
 };
 
 extern const struct backend inotify_backend;

@@ -448,6 +448,8 @@ static int link_covered(struct fsnw *w, struct watch *lw, const struct kkey *key
 		return -ENOMEM;
 	}
 	if (!kw->cover) {
+		if (fs->parked) /* a tree's hold parked it (kwatch_fs_release) */
+			kwatch_revive(w, fs);
 		kw->cover = fs;
 		fs->ncovered++;
 	}
@@ -477,6 +479,49 @@ int kwatch_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
 	if (ret < 0)
 		return ret;
 	return kwatch_link(w, lw, &key, dirfd, path, kmask, flags, linkpath, out);
+}
+
+int kwatch_fs_hold(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
+		   struct kkey *key, struct kwatch **out, bool *older)
+{
+	struct kwatches *t = &w->kwatches;
+	struct sys_tally tally = { 0 };
+	struct kkey fskey;
+	struct kwatch *fs;
+	int ret;
+
+	if (!w->be->cover)
+		return -EOPNOTSUPP;
+	ret = w->be->cover(w, dirfd, path, kmask, flags | FSNW_WATCH_ONLYDIR, key, &fskey,
+			   &tally);
+	sys_tally_fold(w, &tally);
+	if (ret < 0)
+		return ret;
+	fs = kwatch_find(t, fskey.bytes, fskey.len);
+	if (fs) {
+		*older = (fs->kmask & kmask & FSNW_ALL_EVENTS) != 0;
+		if (fs->parked)
+			kwatch_revive(w, fs);
+	} else {
+		*older = w->be->stable_keys && kwatch_unread_unmarks(t);
+		if (htab_reserve(&t->by_key, 1) < 0 || !(fs = kwatch_new(w, &fskey, 0))) {
+			kwatch_unmark_new(w, &fskey);
+			return -ENOMEM;
+		}
+		fs->fsmark = true;
+		fs->marked = true;
+		t->nfsmarks++;
+	}
+	fs->kmask |= kmask;
+	fs->ncovered++;
+	*out = fs;
+	return 0;
+}
+
+void kwatch_fs_release(struct fsnw *w, struct kwatch *fs, bool park)
+{
+	if (--fs->ncovered == 0)
+		kwatch_unused(w, fs, park);
 }
 
 struct link *kwatch_pop_pending(struct kwatches *t)
