@@ -44,6 +44,7 @@ struct fsnw_options {
 	uint32_t flags;          /* FSNW_OPEN_* */
 	uint32_t queue_capacity; /* events; 0 = FSNW_QUEUE_DEFAULT */
 	uint32_t idle_watches;   /* kernel watches kept parked for reuse; 0 = remove at once */
+	uint32_t tree_cache;     /* fanotify trees: directories whose place is cached; 0 = 16384 */
 };
 
 /* Event and watch mask bits: the values of the IN_* bits of <sys/inotify.h>. */
@@ -192,6 +193,12 @@ struct fsnw_stats {
 	struct fsnw_histogram lat_kernel_mark; /* inotify_add_watch / fanotify_mark add */
 	struct fsnw_histogram lat_kernel_unmark; /* inotify_rm_watch / fanotify_mark remove */
 	struct fsnw_histogram lat_kernel_read; /* each read of the kernel group fd */
+
+	/* Trees on fanotify: directories resolved from their file handles. */
+	uint64_t dropped_outside;      /* filesystem-mark events outside every tree */
+	uint64_t tree_dirs_cached;     /* directories whose place is cached now */
+	uint64_t tree_cache_evictions; /* cached directories evicted for room (resolved again when met) */
+	uint64_t overflows_unresolved; /* FSNW_OVERFLOW raised: a directory could not be resolved */
 };
 
 /* Copy a consistent snapshot; fills at most st->size bytes and sets st->size

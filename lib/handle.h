@@ -56,6 +56,7 @@ struct fsnw *handle_alloc(const struct fsnw_options *o);
 enum overflow_source {
 	OVERFLOW_KERNEL = 1,    /* IN_Q_OVERFLOW / FAN_Q_OVERFLOW */
 	OVERFLOW_UNWATCHED = 2, /* a tree could not follow a new directory */
+	OVERFLOW_UNRESOLVED = 3, /* a fanotify tree could not resolve a directory */
 };
 
 /* Raise FSNW_OVERFLOW for a loss the queue did not see itself. */
@@ -63,6 +64,8 @@ static inline void handle_overflow(struct fsnw *w, enum overflow_source source)
 {
 	if (source == OVERFLOW_KERNEL)
 		w->st.overflows_kernel++;
+	else if (source == OVERFLOW_UNRESOLVED)
+		w->st.overflows_unresolved++;
 	else
 		w->st.overflows_unwatched++;
 	queue_overflow(w->q);

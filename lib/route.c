@@ -82,14 +82,24 @@ static void fan_out(struct fsnw *w, struct kwatch *kw, const struct kevent *ev)
 unsigned route_event(struct fsnw *w, const struct kevent *ev)
 {
 	struct kwatch *kw;
+	bool plain;
 
 	if (ev->mask & FSNW_OVERFLOW) {
 		w->st.events_read++;
+		/* Trees on fanotify place what they hold first: it came before. */
+		fantree_overflow(w);
 		handle_overflow(w, OVERFLOW_KERNEL);
 		return ROUTE_OVERFLOW;
 	}
 	kw = ev->key ? kwatch_find(&w->kwatches, ev->key, ev->keylen) : NULL;
-	if (!kw || kw->dropped || kw->fsmark) {
+	plain = kw && !kw->dropped && !kw->fsmark;
+	/* A tree on fanotify hears what its filesystem mark reports, through
+	 * no kernel watch of its own; a watch on the same object may too. */
+	if (fantree_event(w, ev, plain) && !plain) {
+		w->st.events_read++;
+		return 0;
+	}
+	if (!plain) {
 		/* fanotify names every object an event concerns, and a
 		 * filesystem mark reports the whole filesystem: a key we do
 		 * not watch is no late event of ours. */
@@ -107,6 +117,20 @@ unsigned route_event(struct fsnw *w, const struct kevent *ev)
 	}
 	fan_out(w, kw, ev);
 	return 0;
+}
+
+/* Trees on fanotify whose directory went end now that their events are in. */
+static void end_fantrees(struct fsnw *w)
+{
+	struct watch *lw;
+	bool pending;
+
+	while ((lw = fantree_pop_ended(&w->trees.fan, &pending))) {
+		if (pending) /* the add in progress fails, as a plain one would */
+			lw->add_failed = true;
+		else
+			watches_gone(w, lw);
+	}
 }
 
 void route_settle(struct fsnw *w)
@@ -128,4 +152,6 @@ void route_settle(struct fsnw *w)
 			lw->add_failed = true;
 		}
 	}
+	fantree_settle(w);
+	end_fantrees(w);
 }

@@ -18,6 +18,7 @@
 struct tree {
 	struct list node;    /* in trees.all */
 	struct watch *lw;    /* the tree watch */
+	struct fantree *fan; /* a tree without a walk: everything else is unused */
 	struct htab by_path; /* its links, by path */
 	/* A relative root is resolved against the directory current at the
 	 * add: new directories found later must not depend on a chdir since. */
@@ -330,8 +331,11 @@ static void tree_free_struct(struct watch *lw)
 
 void tree_free(struct watch *lw)
 {
-	if (lw->tree)
-		tree_free_struct(lw);
+	if (!lw->tree)
+		return;
+	if (lw->tree->fan)
+		fantree_free(lw->tree->fan);
+	tree_free_struct(lw);
 }
 
 void tree_remove(struct fsnw *w, struct watch *lw, bool park)
@@ -341,6 +345,11 @@ void tree_remove(struct fsnw *w, struct watch *lw, bool park)
 
 	if (!t)
 		return;
+	if (t->fan) {
+		fantree_remove(w, t->fan, park);
+		tree_free_struct(lw);
+		return;
+	}
 	cancel_jobs(w, lw);
 	list_for_each_safe(pos, tmp, &lw->links)
 		unindex_and_detach(w, t, list_entry(pos, struct link, wnode), park);
@@ -353,6 +362,10 @@ void tree_undo(struct fsnw *w, struct watch *lw)
 	struct tree *t = lw->tree;
 	struct list *pos, *tmp;
 
+	if (t->fan) { /* no link of its own to take back */
+		tree_remove(w, lw, false);
+		return;
+	}
 	list_for_each_safe(pos, tmp, &lw->links) {
 		struct link *l = list_entry(pos, struct link, wnode);
 
@@ -440,6 +453,13 @@ int tree_add(struct fsnw *w, struct watch *lw)
 	list_add_tail(&t->node, &w->trees.all);
 	t->lw = lw;
 	lw->tree = t;
+	ret = fantree_add(w, lw, &t->fan);
+	if (ret <= 0) {
+		if (ret < 0)
+			tree_remove(w, lw, false);
+		return ret;
+	}
+	t->fan = NULL;
 	if (lw->path->s[0] != '/') {
 		ret = absolute_root(t, lw->path);
 		if (ret < 0) {
@@ -710,12 +730,13 @@ static void rescan_tree(struct fsnw *w, struct tree *t)
 	}
 }
 
-void trees_init(struct trees *ts)
+void trees_init(struct trees *ts, size_t cache_max)
 {
 	memset(ts, 0, sizeof(*ts));
 	list_init(&ts->all);
 	list_init(&ts->work);
 	list_init(&ts->retry);
+	fantrees_init(&ts->fan, cache_max);
 }
 
 void trees_fini(struct trees *ts)
@@ -733,19 +754,23 @@ void trees_fini(struct trees *ts)
 			mem_free(j);
 		}
 	}
+	fantrees_fini(&ts->fan);
 }
 
 bool trees_busy(const struct trees *ts)
 {
-	return ts->window_open || ts->rescan || !list_empty(&ts->work) || !list_empty(&ts->retry);
+	return ts->window_open || ts->rescan || !list_empty(&ts->work) ||
+	       !list_empty(&ts->retry) || fantrees_busy(&ts->fan);
 }
 
 bool trees_after_drain(struct fsnw *w, bool retry)
 {
 	struct trees *ts = &w->trees;
 	struct list *pos;
+	bool walked;
 
 	ts->window_open = false;
+	walked = fantrees_after_drain(w);
 	/* What failed before gets one more try, once per drain call. */
 	while (retry && !list_empty(&ts->retry)) {
 		struct job *j = list_first(&ts->retry, struct job, node);
@@ -759,7 +784,7 @@ bool trees_after_drain(struct fsnw *w, bool retry)
 			rescan_tree(w, list_entry(pos, struct tree, node));
 	}
 	if (list_empty(&ts->work))
-		return false;
+		return walked;
 	window_open(ts);
 	while (!list_empty(&ts->work)) {
 		struct job *j = list_first(&ts->work, struct job, node);

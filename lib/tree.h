@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "fantree.h"
 #include "list.h"
 
 struct fsnw;
@@ -35,13 +36,17 @@ struct trees {
 	 */
 	bool window_open;
 	uint32_t window_gen;
+	/* Trees on fanotify that need no walk: fantree.c's. */
+	struct fantrees fan;
 };
 
-void trees_init(struct trees *ts);
+/* cache_max: directories the fanotify trees' cache holds (0: the default). */
+void trees_init(struct trees *ts, size_t cache_max);
 /* Free the work lists (the trees go with their watches). */
 void trees_fini(struct trees *ts);
 
-/* Walk lw->path and attach every directory. On failure everything is undone. */
+/* Walk lw->path and attach every directory (on fanotify, where it can, set
+ * the tree up without a walk: fantree.h). On failure everything is undone. */
 int tree_add(struct fsnw *w, struct watch *lw);
 /* Take back a tree add exactly (batch rollback): see kwatch_undo. */
 void tree_undo(struct fsnw *w, struct watch *lw);
