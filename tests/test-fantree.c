@@ -49,6 +49,22 @@ static void rm_rf(const char *dir, const char *rel)
 	ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
 }
 
+/* Run fn(root) in a child (no Check there): 0 passed, 77 not possible here,
+ * else the step that failed. */
+static void in_child(int (*fn)(const char *root), const char *root)
+{
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(fn(root));
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_msg(WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 77, "child step %d",
+		      WEXITSTATUS(status));
+}
+
 /* The system calls of every kind a handle has made. */
 static uint64_t syscalls(const struct fsnw_stats *s)
 {
@@ -483,21 +499,12 @@ START_TEST(fd_limit_is_an_overflow)
 {
 	char *root = tmpfs_private();
 	char name[32];
-	int status;
-	pid_t pid;
 
 	for (int i = 0; i < 5; i++) {
 		snprintf(name, sizeof(name), "t/d%d", i);
 		make_dirs(root, name);
 	}
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0)
-		_exit(fd_limit_child(root));
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert(WIFEXITED(status));
-	ck_assert_msg(WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 77, "child step %d",
-		      WEXITSTATUS(status));
+	in_child(fd_limit_child, root);
 	tmpfs_private_remove(root);
 }
 END_TEST
@@ -663,7 +670,7 @@ static int mounts_child(const char *root)
 		return 77;
 	snprintf(p, sizeof(p), "%s/t/b", root);
 	snprintf(want[1], sizeof(want[1]), "%s/elsewhere", root);
-	if (mount(want[1], p, NULL, MS_BIND, NULL) < 0)
+	if (mount(want[1], p, "none", MS_BIND, NULL) < 0)
 		return 77;
 	for (int one_fs = 0; one_fs < 2; one_fs++) {
 		got[0] = got[1] = 0;
@@ -675,8 +682,10 @@ static int mounts_child(const char *root)
 		if (mknod(p, S_IFREG | 0644, 0) < 0)
 			return 2;
 		snprintf(p, sizeof(p), "%s/t/b/y%d", root, one_fs);
-		if (mknod(p, S_IFREG | 0644, 0) < 0)
+		if (mknod(p, S_IFREG | 0644, 0) < 0) {
+			fprintf(stderr, "mknod %s: %s\n", p, strerror(errno));
 			return 3;
+		}
 		snprintf(want[0], sizeof(want[0]), "%s/t/m", root);
 		snprintf(want[1], sizeof(want[1]), "%s/t/b", root);
 		while ((n = fsnw_read(w, ev, 16, 200)) > 0)
@@ -695,20 +704,11 @@ static int mounts_child(const char *root)
 START_TEST(mounts_below)
 {
 	char *root = tmpfs_private();
-	int status;
-	pid_t pid;
 
 	make_dirs(root, "t/m");
 	make_dirs(root, "t/b");
 	make_dirs(root, "elsewhere");
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0)
-		_exit(mounts_child(root));
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert(WIFEXITED(status));
-	ck_assert_msg(WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 77, "child step %d",
-		      WEXITSTATUS(status));
+	in_child(mounts_child, root);
 	tmpfs_private_remove(root);
 }
 END_TEST
