@@ -10,7 +10,6 @@
  * (PATH_MAX allows half as many components): treat the node as unknown. */
 #define CHAIN_MAX 4096
 
-enum { IN_NONE, IN_LRU, IN_TOMBS };
 
 static uint64_t key_hash(const unsigned char *key, size_t len)
 {
@@ -106,21 +105,21 @@ static struct fnode *child_of(const struct fcache *c, const struct fnode *parent
  * place), the tombs (dead), or none. */
 static void list_update(struct fcache *c, struct fnode *n)
 {
-	int want = IN_NONE;
+	int want = FN_LIST_NONE;
 
 	if (n->state == FN_DEAD)
-		want = IN_TOMBS;
+		want = FN_LIST_TOMBS;
 	else if (!n->view_root && !n->anchors && !n->nchildren)
-		want = IN_LRU;
+		want = FN_LIST_LRU;
 	if (want == n->lru_in)
 		return;
-	if (n->lru_in == IN_TOMBS)
+	if (n->lru_in == FN_LIST_TOMBS)
 		c->ntombs--;
 	list_del(&n->lru);
 	n->lru_in = (uint8_t)want;
-	if (want == IN_LRU) {
+	if (want == FN_LIST_LRU) {
 		list_add(&n->lru, &c->lru);
-	} else if (want == IN_TOMBS) {
+	} else if (want == FN_LIST_TOMBS) {
 		list_add_tail(&n->lru, &c->tombs);
 		c->ntombs++;
 		c->sweep = true;
@@ -320,7 +319,7 @@ static void memo_make(struct fcache *c, struct fnode *n)
 	n->gen = c->gen;
 }
 
-int fcache_where(struct fcache *c, struct fnode *n)
+int fcache_where_now(struct fcache *c, struct fnode *n)
 {
 	while (!memo_ok(c, n)) {
 		struct fnode *m = n, *p;
@@ -407,13 +406,6 @@ bool fcache_below(const struct fnode *at, const struct fnode *n)
 	return names_len(at, n) >= 0;
 }
 
-void fcache_touch(struct fcache *c, struct fnode *n)
-{
-	if (n->lru_in == IN_LRU && c->lru.next != &n->lru) {
-		list_del(&n->lru);
-		list_add(&n->lru, &c->lru);
-	}
-}
 
 /* ---- what resolutions learn ---- */
 
@@ -601,7 +593,7 @@ static void free_node(struct fcache *c, struct fnode *n)
 	assert(!n->nchildren && !n->anchors && !n->view_root);
 	htab_remove(&c->by_key, &n->knode);
 	leave_parent(c, n);
-	if (n->lru_in == IN_TOMBS)
+	if (n->lru_in == FN_LIST_TOMBS)
 		c->ntombs--;
 	list_del(&n->lru);
 	strref_put(n->path);
@@ -642,7 +634,7 @@ static void sweep(struct fcache *c)
 	}
 }
 
-void fcache_trim(struct fcache *c)
+void fcache_trim_now(struct fcache *c)
 {
 	if (c->sweep)
 		sweep(c);

@@ -70,6 +70,9 @@ enum fnode_state {
 	FN_OUTVIEW,  /* resolved to a path outside the view's mount */
 };
 
+/* Which list of the cache a node's lru is in. */
+enum { FN_LIST_NONE, FN_LIST_LRU, FN_LIST_TOMBS };
+
 /* fcache_where */
 enum fnode_where {
 	FN_OUT,     /* under no anchor */
@@ -94,7 +97,7 @@ struct fnode {
 	uint8_t state;           /* enum fnode_state */
 	bool view_root;
 	bool self_gone;          /* its FSNW_DELETE_SELF (or IGNORED) was seen */
-	uint8_t lru_in;          /* which of the cache's lists lru is in */
+	uint8_t lru_in;          /* FN_LIST_*: which of the cache's lists lru is in */
 	uint32_t nchildren;      /* linked and dead nodes whose parent it is */
 	uint16_t namelen;
 	uint16_t keylen;
@@ -146,7 +149,11 @@ int fcache_view_new(struct fcache *c, const unsigned char *rootkey, size_t keyle
 struct fnode *fcache_find(const struct fcache *c, const unsigned char *key, size_t keylen);
 
 /* Make sure n's memo is current; returns enum fnode_where. */
-int fcache_where(struct fcache *c, struct fnode *n);
+int fcache_where_now(struct fcache *c, struct fnode *n);
+static inline int fcache_where(struct fcache *c, struct fnode *n)
+{
+	return n->gen == c->gen ? n->where : fcache_where_now(c, n);
+}
 
 /* Every memo is stale: a report changed (anchors are fantree.c's). */
 static inline void fcache_invalidate(struct fcache *c)
@@ -175,7 +182,13 @@ struct strref *fcache_path_below(const struct fnode *at, const struct strref *re
 bool fcache_below(const struct fnode *at, const struct fnode *n);
 
 /* The node is in use: keep it from eviction for a while. */
-void fcache_touch(struct fcache *c, struct fnode *n);
+static inline void fcache_touch(struct fcache *c, struct fnode *n)
+{
+	if (n->lru_in == FN_LIST_LRU && n->lru.prev != &c->lru) {
+		list_del(&n->lru);
+		list_add(&n->lru, &c->lru);
+	}
+}
 
 /*
  * What a resolution learnt: the directory key is at rel now (its path below
@@ -220,7 +233,12 @@ void fcache_self_gone(struct fcache *c, struct fnode *n, bool gone);
  * Keep the bounds: free dead nodes nothing more can come for, and the least
  * recently used leaves past max. Not while the caller holds node pointers.
  */
-void fcache_trim(struct fcache *c);
+void fcache_trim_now(struct fcache *c);
+static inline void fcache_trim(struct fcache *c)
+{
+	if (c->sweep || c->ntombs > FCACHE_TOMBS || c->count > c->max)
+		fcache_trim_now(c);
+}
 
 /* Forget where everything is (events were lost): every linked node but the
  * views' roots is detached, to be placed again when met. */

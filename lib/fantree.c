@@ -340,8 +340,10 @@ static int deliver_at(struct fsnw *w, struct fnode *n, const struct fev *e, uint
 				PROBE2(merge, lw->qo.wid, m);
 			strref_put(path);
 		}
-		/* Trees further up (nested trees) hear it too. */
-		x = at->state == FN_LINKED || at->state == FN_DEAD ? at->parent : NULL;
+		/* Trees further up (nested trees) hear it too; a single tree's
+		 * anchors further up can only be its own. */
+		x = (at->state == FN_LINKED || at->state == FN_DEAD) &&
+		    ft->all.next != ft->all.prev ? at->parent : NULL;
 	}
 	return where;
 }
@@ -359,15 +361,14 @@ static void root_gone(struct fantrees *ft, struct fnode *n)
 	}
 }
 
-static void deliver(struct fsnw *w, const struct fev *e)
+/* n: the node of e's key, or NULL if the cache has none. */
+static void deliver(struct fsnw *w, const struct fev *e, struct fnode *n)
 {
 	struct fcache *c = &w->trees.fan.cache;
-	struct fnode *n;
 	int where;
 
 	if (e->mask & FSNW_IGNORED)
 		return;
-	n = fcache_find(c, e->key, e->keylen);
 	if (!n) {
 		unplaced(w, e);
 		return;
@@ -447,10 +448,11 @@ static void roots_moved(struct fsnw *w)
  * live: the stream is at e (not a rewind's first pass), so a tree whose
  * directory moved takes its new path.
  */
-static void apply(struct fsnw *w, struct fview *v, const struct fev *e, const struct fev *from,
-		  bool undo, bool live)
+static void apply(struct fsnw *w, const struct fev *e, const struct fev *from, bool undo,
+		  bool live)
 {
 	struct fcache *c = &w->trees.fan.cache;
+	struct fview *v;
 	const unsigned char *tk = e->target;
 	size_t tl = e->targetlen;
 	struct fnode *n;
@@ -463,6 +465,7 @@ static void apply(struct fsnw *w, struct fview *v, const struct fev *e, const st
 	}
 	if (!(e->mask & FSNW_ISDIR) || !e->name)
 		return;
+	v = fcache_view(c, e->key, e->keylen);
 	if (e->mask & FSNW_CREATE) {
 		if (undo)
 			fcache_uncreate(c, dir_of(c, e), e->name, e->namelen, tk, tl);
@@ -628,13 +631,13 @@ static void place_batch(struct fsnw *w, bool may_defer)
 	for (pos = ft->batch.next; pos != &ft->batch; pos = pos->next) {
 		struct fev *e = entry_ev(pos);
 
-		apply(w, fcache_view(c, e->key, e->keylen), e, pair_of(ft, pos), false, false);
+		apply(w, e, pair_of(ft, pos), false, false);
 	}
 	resolve_batch(w);
 	for (pos = ft->batch.prev; pos != &ft->batch; pos = pos->prev) {
 		struct fev *e = entry_ev(pos);
 
-		apply(w, fcache_view(c, e->key, e->keylen), e, pair_of(ft, pos), true, false);
+		apply(w, e, pair_of(ft, pos), true, false);
 	}
 	if (may_defer && ft->deferrals < DEFERRALS_MAX && waits_for_delete(w)) {
 		/* The cache is back at the batch's start: wait for one more
@@ -646,8 +649,8 @@ static void place_batch(struct fsnw *w, bool may_defer)
 	for (pos = ft->batch.next; pos != &ft->batch; pos = pos->next) {
 		struct fev *e = entry_ev(pos);
 
-		deliver(w, e);
-		apply(w, fcache_view(c, e->key, e->keylen), e, pair_of(ft, pos), false, true);
+		deliver(w, e, fcache_find(c, e->key, e->keylen));
+		apply(w, e, pair_of(ft, pos), false, true);
 	}
 	batch_free(ft);
 	c->nomem = false;
@@ -688,15 +691,19 @@ static void hold(struct fsnw *w, const struct fev *e)
 		place_batch(w, false);
 }
 
-/* Can e be placed now, without a resolution? */
-static bool known(struct fcache *c, const struct fev *e)
+/* Does e change what the cache knows (apply has work)? */
+static bool structural(const struct fev *e)
 {
-	struct fnode *n;
+	if (!e->name)
+		return e->mask & (FSNW_IGNORED | FSNW_DELETE_SELF);
+	return (e->mask & FSNW_ISDIR) && (e->mask & FSNW_DIRENT_BITS);
+}
 
-	if (!needs_place(e))
-		return true;
-	n = fcache_find(c, e->key, e->keylen);
-	return n && fcache_where(c, n) != FN_UNKNOWN;
+/* Can e be placed now, without a resolution? *n: its node, if any. */
+static bool known(struct fcache *c, const struct fev *e, struct fnode **n)
+{
+	*n = fcache_find(c, e->key, e->keylen);
+	return !needs_place(e) || (*n && fcache_where(c, *n) != FN_UNKNOWN);
 }
 
 /* One event, or a rename's two ends: at once if the cache knows their
@@ -705,14 +712,14 @@ static void take(struct fsnw *w, const struct fev *from, const struct fev *e)
 {
 	struct fantrees *ft = &w->trees.fan;
 	struct fcache *c = &ft->cache;
+	struct fnode *n, *fn = NULL;
 
-	if (!ft->nbatch && known(c, e) && (!from || known(c, from))) {
-		struct fview *v = fcache_view(c, e->key, e->keylen);
-
+	if (!ft->nbatch && known(c, e, &n) && (!from || known(c, from, &fn))) {
 		if (from)
-			deliver(w, from);
-		deliver(w, e);
-		apply(w, v, e, from, false, true);
+			deliver(w, from, fn);
+		deliver(w, e, n);
+		if (structural(e))
+			apply(w, e, from, false, true);
 		c->nomem = false;
 		fcache_trim(c);
 		return;

@@ -91,7 +91,10 @@ unsigned route_event(struct fsnw *w, const struct kevent *ev)
 		handle_overflow(w, OVERFLOW_KERNEL);
 		return ROUTE_OVERFLOW;
 	}
-	kw = ev->key ? kwatch_find(&w->kwatches, ev->key, ev->keylen) : NULL;
+	/* A handle with only trees on fanotify has no kernel watch an event's
+	 * key could name (filesystem marks have keys of their own shape). */
+	kw = ev->key && kwatch_count(&w->kwatches) ?
+		     kwatch_find(&w->kwatches, ev->key, ev->keylen) : NULL;
 	plain = kw && !kw->dropped && !kw->fsmark;
 	/* A tree on fanotify hears what its filesystem mark reports, through
 	 * no kernel watch of its own; a watch on the same object may too. */
