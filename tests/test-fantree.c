@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,6 +328,45 @@ START_TEST(warm_moves_in_and_out)
 }
 END_TEST
 
+/*
+ * A new directory filled and renamed before anything is read (the tree
+ * issue's case 2): every step is reported where it happened, and what was
+ * moved in keeps being heard at its new place.
+ */
+START_TEST(filled_then_renamed)
+{
+	struct fsnw *w = test_open(FSNW_OPEN_NO_MERGE, 0, 0);
+	char *root = tmpfs_private();
+	char t[PATH_MAX], p[PATH_MAX], q[PATH_MAX];
+	struct ev *evs;
+	int wid, n;
+
+	make_dirs(root, "t/K/include/linux");
+	at(t, root, "t");
+	wid = fsnw_add(w, t, FSNW_CREATE | FSNW_MOVE, FSNW_WATCH_TREE);
+	make_dir(t, "new");
+	ck_assert_int_eq(rename(at(p, t, "K/include"), at(q, t, "new/inc")), 0);
+	ck_assert_int_eq(rename(at(p, t, "new"), at(q, t, "K/new2")), 0);
+	touch(t, "K/new2/inc/linux/late");
+	n = collect(w, &evs, 32, 300);
+	dump_evs(evs, n);
+	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, t, "new"), 0);
+	ck_assert_int_ge(find_at(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, at(p, t, "K"),
+				 "include"), 0);
+	ck_assert_int_ge(find_at(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, at(p, t, "new"), "inc"),
+			 0);
+	ck_assert_int_ge(find_at(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, t, "new"), 0);
+	ck_assert_int_ge(find_at(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, at(p, t, "K"), "new2"),
+			 0);
+	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE, at(p, t, "K/new2/inc/linux"), "late"),
+			 0);
+	ck_assert_int_eq(count_ev(evs, n, 0, FSNW_OVERFLOW, NULL), 0);
+	evs_free(evs);
+	fsnw_close(w);
+	tmpfs_private_remove(root);
+}
+END_TEST
+
 /* The tree's directory renamed, or one above it: paths follow it. */
 START_TEST(root_renamed)
 {
@@ -505,6 +545,53 @@ START_TEST(fd_limit_is_an_overflow)
 		make_dirs(root, name);
 	}
 	in_child(fd_limit_child, root);
+	tmpfs_private_remove(root);
+}
+END_TEST
+
+/*
+ * Without privilege: a tree asked for with FSNW_OPEN_BIG_TREES gets inotify
+ * (and a walk) and works; an explicit fanotify handle is -EPERM.
+ */
+static int unprivileged_child(const char *root)
+{
+	struct fsnw_options o = { .size = sizeof(o), .backend = FSNW_BACKEND_AUTO,
+				  .flags = FSNW_OPEN_BIG_TREES };
+	struct fsnw_event ev[8];
+	struct fsnw *w = NULL;
+	char t[PATH_MAX], p[PATH_MAX];
+	int wid, n;
+
+	if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+	    setresuid(65534, 65534, 65534) < 0)
+		return 77;
+	snprintf(t, sizeof(t), "%s/t", root);
+	if (fsnw_open(&w, &o) < 0 || fsnw_get_backend(w) != FSNW_BACKEND_INOTIFY)
+		return 1;
+	wid = fsnw_add(w, t, FSNW_CREATE, FSNW_WATCH_TREE);
+	if (wid <= 0)
+		return 2;
+	snprintf(p, sizeof(p), "%s/t/a/f", root);
+	if (mknod(p, S_IFREG | 0644, 0) < 0)
+		return 3;
+	n = fsnw_read(w, ev, 8, 1000);
+	if (n != 1 || ev[0].wid != wid || strcmp(ev[0].name, "f"))
+		return 4;
+	fsnw_close(w);
+	w = NULL;
+	o.backend = FSNW_BACKEND_FANOTIFY;
+	return fsnw_open(&w, &o) == -EPERM && !w ? 0 : 5;
+}
+
+START_TEST(unprivileged_tree_gets_inotify)
+{
+	char *root = tmpfs_private();
+	char p[PATH_MAX];
+
+	make_dirs(root, "t/a");
+	ck_assert_int_eq(chown(at(p, root, "t"), 65534, 65534), 0);
+	ck_assert_int_eq(chown(at(p, root, "t/a"), 65534, 65534), 0);
+	in_child(unprivileged_child, root);
 	tmpfs_private_remove(root);
 }
 END_TEST
@@ -996,10 +1083,12 @@ TEST_SUITE(fantree)
 	ADD_TEST(s, late_delete_self);
 	ADD_TEST(s, cold_moves_in_and_out);
 	ADD_TEST(s, warm_moves_in_and_out);
+	ADD_TEST(s, filled_then_renamed);
 	ADD_TEST(s, root_renamed);
 	ADD_TEST(s, cache_bounded);
 	ADD_TEST(s, deleted_leave_cache);
 	ADD_TEST(s, fd_limit_is_an_overflow);
+	ADD_TEST(s, unprivileged_tree_gets_inotify);
 	ADD_TEST(s, no_file_handles);
 	ADD_TEST(s, alloc_fails_in_add);
 	ADD_TEST(s, alloc_fails_in_read_never_silent);
