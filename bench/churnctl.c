@@ -624,7 +624,8 @@ static void tree_round(struct bench *b, const char *variant, const char *root, l
 		sys = (double)lib_syscalls(&st) / D;
 		fsnw_close(w);
 	}
-	ok = !err && watches == D;
+	/* A fanotify tree reads nothing below its root: one kernel watch. */
+	ok = !err && (watches == D || (!strcmp(variant, "tree-lib-fan") && watches == 1));
 	if (!ok)
 		bench_fail(b, variant, 1, m, "%ld watches for %ld directories (%s)", watches, D,
 			   err ? strerror(err) : "no error");

@@ -45,6 +45,7 @@ struct fsnw_options {
 	uint32_t flags;          /* FSNW_OPEN_* */
 	uint32_t queue_capacity; /* events; 0 = FSNW_QUEUE_DEFAULT */
 	uint32_t idle_watches;   /* kernel watches kept parked for reuse; 0 = remove at once */
+	uint32_t tree_cache;     /* fanotify trees: directories whose place is cached; 0 = 16384 */
 };
 
 /* Event and watch mask bits: the values of the IN_* bits of <sys/inotify.h>. */
@@ -207,6 +208,12 @@ struct fsnw_stats {
 	/* Since 0.2: trees. */
 	uint64_t tree_retries;     /* walks run again after failing for want of resources */
 	uint64_t overflows_mount;  /* FSNW_OVERFLOW raised: a mount appeared or went inside a tree */
+
+	/* Since 0.2: trees on fanotify, directories resolved from their file handles. */
+	uint64_t dropped_outside;      /* filesystem-mark events outside every tree */
+	uint64_t tree_dirs_cached;     /* directories whose place is cached now */
+	uint64_t tree_cache_evictions; /* cached directories evicted for room (resolved again when met) */
+	uint64_t overflows_unresolved; /* FSNW_OVERFLOW raised: a directory could not be resolved */
 };
 
 /* Copy a consistent snapshot; fills at most st->size bytes and sets st->size

@@ -43,6 +43,11 @@ struct kevent {
 	const unsigned char *key;   /* the kernel watch it is for; NULL for overflow */
 	size_t keylen;
 	size_t end;                 /* bytes of the buffer through its record; 0: not said */
+	/* fanotify, an event about an entry (create, delete, move): the key of
+	 * the entry itself, or NULL. Trees learn a directory's handle from it
+	 * without asking the kernel, even once the directory is gone. */
+	const unsigned char *target;
+	size_t targetlen;
 };
 
 /*
@@ -127,6 +132,14 @@ struct backend {
 	 */
 	int (*live)(struct fsnw *w, void (*fn)(struct fsnw *w, const unsigned char *key,
 					       size_t len));
+	/*
+	 * Optional (trees without a walk, fantree.c): an fd on the root of a
+	 * mount of the filesystem of key (fsid first), opened for reading, to
+	 * resolve its file handles with open_by_handle_at and name its
+	 * directories relative to it. Borrowed: valid until fini. -ENOENT
+	 * when no mark of ours is on that filesystem.
+	 */
+	int (*mount_fd)(struct fsnw *w, const unsigned char *key, size_t keylen);
 };
 
 extern const struct backend inotify_backend;
@@ -147,8 +160,10 @@ size_t inotify_decode(const void *buf, size_t len, kevent_fn fn, void *arg);
  * entry name, and the object itself) and per event bit the kernel merged
  * into it; a FAN_RENAME yields FSNW_MOVED_FROM then FSNW_MOVED_TO with a
  * cookie taken from *cookie (never 0); FAN_DELETE_SELF is followed by
- * FSNW_IGNORED for that key. Keys are fsid + struct file_handle bytes,
- * pointing into buf. A header that is truncated or claims more than the
+ * FSNW_IGNORED for that key. An event about an entry (create, delete, the
+ * two ends of a rename) carries the entry's own key as its target when the
+ * record has one (FAN_REPORT_TARGET_FID). Keys are fsid + struct
+ * file_handle bytes, pointing into buf. A header that is truncated or claims more than the
  * buffer holds ends the decode; a malformed record is skipped whole.
  * Returns the number of events passed to fn.
  */

@@ -130,8 +130,9 @@ static bool parse_record(const unsigned char *p, const unsigned char *end, struc
 	return true;
 }
 
+/* An event on f; named: with f's entry name, and the entry's own key as target. */
 static size_t emit(const struct fid *f, uint32_t mask, uint32_t cookie, bool named,
-		   kevent_fn fn, void *arg)
+		   const struct fid *target, kevent_fn fn, void *arg)
 {
 	struct kevent ev = {
 		.mask = mask,
@@ -144,6 +145,10 @@ static size_t emit(const struct fid *f, uint32_t mask, uint32_t cookie, bool nam
 	if (named) {
 		ev.name = f->name;
 		ev.namelen = f->namelen;
+		if (target && (mask & FSNW_DIRENT_BITS)) {
+			ev.target = target->key;
+			ev.targetlen = target->keylen;
+		}
 	}
 	fn(arg, &ev);
 	return 1;
@@ -171,9 +176,9 @@ static size_t emit_record(const struct record *r, uint32_t *cookie, kevent_fn fn
 			++*cookie;
 		c = *cookie;
 		if (r->olddir.key)
-			n += emit(&r->olddir, FSNW_MOVED_FROM | isdir, c, true, fn, arg);
+			n += emit(&r->olddir, FSNW_MOVED_FROM | isdir, c, true, obj, fn, arg);
 		if (r->newdir.key)
-			n += emit(&r->newdir, FSNW_MOVED_TO | isdir, c, true, fn, arg);
+			n += emit(&r->newdir, FSNW_MOVED_TO | isdir, c, true, obj, fn, arg);
 	}
 	for (size_t i = 0; i < FAN_NBITS; i++) {
 		uint32_t bit = fan_bits[i].fsnw;
@@ -183,13 +188,13 @@ static size_t emit_record(const struct record *r, uint32_t *cookie, kevent_fn fn
 		/* Like inotify: the parent's event (with the name) first, then
 		 * the object's own; self events only to the object. */
 		if (dir && !(bit & FSNW_SELF_BITS))
-			n += emit(dir, bit | isdir, 0, true, fn, arg);
+			n += emit(dir, bit | isdir, 0, true, obj, fn, arg);
 		if (obj && !(bit & FSNW_DIRENT_BITS))
-			n += emit(obj, bit | isdir, 0, false, fn, arg);
+			n += emit(obj, bit | isdir, 0, false, NULL, fn, arg);
 		/* The kernel has dropped the mark of a deleted object and says
 		 * nothing more: this is inotify's IN_IGNORED. */
 		if (obj && bit == FSNW_DELETE_SELF)
-			n += emit(obj, FSNW_IGNORED, 0, false, fn, arg);
+			n += emit(obj, FSNW_IGNORED, 0, false, NULL, fn, arg);
 	}
 	return n;
 }

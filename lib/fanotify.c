@@ -608,6 +608,14 @@ static int fan_unmark(struct fsnw *w, const struct kwatch *kw, struct sys_tally 
 	return ret == -ENOENT ? 0 : ret;
 }
 
+static int fan_mount_fd(struct fsnw *w, const unsigned char *key, size_t keylen)
+{
+	struct fan_fs *fs = fs_of_key(w->be_state, key, keylen);
+
+	/* Never closed before fini: fan_fs entries live as long as the group. */
+	return fs ? fs->mntfd : -ENOENT;
+}
+
 static size_t fan_decode(struct fsnw *w, const void *buf, size_t len, kevent_fn fn, void *arg)
 {
 	struct fan *f = w->be_state;
@@ -626,6 +634,7 @@ const struct backend fanotify_backend = {
 	.cover = fan_cover,
 	.identify = fan_identify,
 	.decode = fan_decode,
+	.mount_fd = fan_mount_fd,
 	.max_record = FAN_RECORD_MAX,
 	.stable_keys = true,
 };

@@ -86,7 +86,7 @@ struct fsnw *handle_alloc(const struct fsnw_options *o)
 	pthread_mutex_init(&w->lock, NULL);
 	watches_init(&w->watches);
 	kwatch_table_init(&w->kwatches, o->idle_watches);
-	trees_init(&w->trees);
+	trees_init(&w->trees, o->tree_cache);
 	w->q = queue_new(o->queue_capacity, !(o->flags & FSNW_OPEN_NO_MERGE));
 	if (engine_init(w) < 0 || !w->q) {
 		fsnw_close(w);

@@ -57,6 +57,7 @@ enum overflow_source {
 	OVERFLOW_KERNEL = 1,    /* IN_Q_OVERFLOW / FAN_Q_OVERFLOW */
 	OVERFLOW_UNWATCHED = 2, /* a tree could not follow a new directory */
 	OVERFLOW_MOUNT = 3,     /* a mount appeared or went inside a tree */
+	OVERFLOW_UNRESOLVED = 4, /* a fanotify tree could not resolve a directory */
 };
 
 /* Raise FSNW_OVERFLOW for a loss the queue did not see itself. */
@@ -66,6 +67,8 @@ static inline void handle_overflow(struct fsnw *w, enum overflow_source source)
 		w->st.overflows_kernel++;
 	else if (source == OVERFLOW_MOUNT)
 		w->st.overflows_mount++;
+	else if (source == OVERFLOW_UNRESOLVED)
+		w->st.overflows_unresolved++;
 	else
 		w->st.overflows_unwatched++;
 	queue_overflow(w->q);

@@ -213,6 +213,15 @@ static void kwatch_take_back(struct fsnw *w, struct kwatch *kw)
 	kw->state = KW_LIVE;
 }
 
+/* A filesystem mark parked or doomed, held again: as a revive of a parked
+ * watch, it counts. */
+static void fs_take_back(struct fsnw *w, struct kwatch *fs)
+{
+	if (fs->state == KW_PARKED)
+		w->st.idle_revives++;
+	kwatch_take_back(w, fs);
+}
+
 /* Remove the kernel watch: its mark (when it has one of its own) goes at
  * the next flush; a covered directory just goes. */
 static void kwatch_doom(struct fsnw *w, struct kwatch *kw)
@@ -730,7 +739,7 @@ static int link_covered(struct fsnw *w, struct watch *lw, const struct kkey *key
 	if (fs->state == KW_UNMARKING)
 		take_over(w, fs, 0); /* kwatch_attach waited, and covered again */
 	else if (fs->state != KW_LIVE)
-		kwatch_take_back(w, fs);
+		fs_take_back(w, fs); /* a tree's hold parked it (kwatch_fs_release) */
 	if (!kw->cover) {
 		kw->cover = fs;
 		fs->ncovered++;
@@ -781,6 +790,51 @@ int kwatch_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
 	if (ret < 0)
 		return ret;
 	return kwatch_link(w, lw, &key, dirfd, path, kmask, flags, linkpath, out);
+}
+
+int kwatch_fs_hold(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
+		   struct kkey *key, struct kwatch **out, bool *older)
+{
+	struct kwatches *t = &w->kwatches;
+	struct kkey fskey;
+	struct kwatch *fs;
+	int ret;
+
+	if (!w->be->cover)
+		return -EOPNOTSUPP;
+	/* An unmark of this filesystem's mark running meanwhile is waited for
+	 * and the mark made again, as for any mark (cover_call). */
+	ret = cover_call(w, dirfd, path, kmask, flags | FSNW_WATCH_ONLYDIR, key, &fskey);
+	if (ret < 0)
+		return ret;
+	fs = kwatch_find(t, fskey.bytes, fskey.len);
+	if (fs && fs->state == KW_UNMARKING) {
+		take_over(w, fs, 0); /* the mark is new: as below */
+		*older = w->be->stable_keys && kwatch_unread_unmarks(t);
+	} else if (fs) {
+		*older = (fs->kmask & kmask & FSNW_ALL_EVENTS) != 0;
+		if (fs->state != KW_LIVE)
+			fs_take_back(w, fs);
+	} else {
+		*older = w->be->stable_keys && kwatch_unread_unmarks(t);
+		if (htab_reserve(&t->by_key, 1) < 0 || !(fs = kwatch_new(w, &fskey, 0))) {
+			kwatch_unmark_new(w, &fskey);
+			return -ENOMEM;
+		}
+		fs->fsmark = true;
+		fs->marked = true;
+		t->nfsmarks++;
+	}
+	fs->kmask |= kmask;
+	fs->ncovered++;
+	*out = fs;
+	return 0;
+}
+
+void kwatch_fs_release(struct fsnw *w, struct kwatch *fs, bool park)
+{
+	if (--fs->ncovered == 0)
+		kwatch_unused(w, fs, park);
 }
 
 struct link *kwatch_pop_pending(struct kwatches *t)

@@ -232,6 +232,23 @@ void kwatch_unmark_new(struct fsnw *w, const struct kkey *key);
 int kwatch_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
 		  uint32_t kmask, uint32_t flags, struct strref *linkpath, struct link **out);
 
+/*
+ * A hold on the filesystem mark of the directory at path, without a kernel
+ * watch of the directory's own (fanotify trees without a walk: fantree.c).
+ * The backend makes or widens the mark to report kmask (cover); *fs is its
+ * kernel watch, which lives while holds or covered directories need it.
+ * key gets the directory's key. *older: events queued before this hold may
+ * still be unread for the mark (it was there already with some of kmask's
+ * bits, or a removed mark's events may be): the caller drains before it
+ * believes an event is newer than the hold. -EOPNOTSUPP where the backend
+ * has no filesystem marks (or this filesystem refuses one).
+ */
+int kwatch_fs_hold(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
+		   struct kkey *key, struct kwatch **fs, bool *older);
+/* Give a hold back; the last user of the mark parks it (park, and room in
+ * the idle cache) or removes it. */
+void kwatch_fs_release(struct fsnw *w, struct kwatch *fs, bool park);
+
 /* The oldest pending link, taken off the pending list (still inactive), or NULL. */
 struct link *kwatch_pop_pending(struct kwatches *t);
 /* Put popped links (a list of struct link.pnode) back on the pending list. */

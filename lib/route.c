@@ -112,16 +112,29 @@ static unsigned fan_out(struct fsnw *w, struct kwatch *kw, const struct kevent *
 unsigned route_event(struct fsnw *w, const struct kevent *ev)
 {
 	struct kwatch *kw;
+	bool plain;
 
 	if (ev->mask & FSNW_OVERFLOW) {
 		w->st.events_read++;
+		/* Trees on fanotify place what they hold first: it came before. */
+		fantree_overflow(w);
 		handle_overflow(w, OVERFLOW_KERNEL);
 		return ROUTE_OVERFLOW;
 	}
-	kw = ev->key ? kwatch_find_hot(&w->kwatches, ev->key, ev->keylen) : NULL;
-	if (!kw && (ev->mask & FSNW_IGNORED))
+	/* A handle with only trees on fanotify has no kernel watch an event's
+	 * key could name (filesystem marks have keys of their own shape). */
+	kw = ev->key && kwatch_count(&w->kwatches) ?
+		     kwatch_find_hot(&w->kwatches, ev->key, ev->keylen) : NULL;
+	if (!kw && ev->key && (ev->mask & FSNW_IGNORED))
 		kwatch_note_drop(&w->kwatches); /* maybe of a mark an add has yet to record */
-	if (!kw || kw->dropped || kw->fsmark) {
+	plain = kw && !kw->dropped && !kw->fsmark;
+	/* A tree on fanotify hears what its filesystem mark reports, through
+	 * no kernel watch of its own; a watch on the same object may too. */
+	if (fantree_event(w, ev, plain) && !plain) {
+		w->st.events_read++;
+		return 0;
+	}
+	if (!plain) {
 		/* fanotify names every object an event concerns, and a
 		 * filesystem mark reports the whole filesystem: a key we do
 		 * not watch is no late event of ours. */
@@ -146,6 +159,20 @@ void route_end_trees(struct fsnw *w)
 
 	while ((lw = trees_pop_ended(&w->trees)))
 		watches_dropped(w, lw);
+}
+
+/* Trees on fanotify whose directory went end now that their events are in. */
+static void end_fantrees(struct fsnw *w)
+{
+	struct watch *lw;
+	bool pending;
+
+	while ((lw = fantree_pop_ended(&w->trees.fan, &pending))) {
+		if (pending) /* the add in progress fails, as a plain one would */
+			lw->add_failed = true;
+		else
+			watches_dropped(w, lw);
+	}
 }
 
 void route_settle(struct fsnw *w)
@@ -175,4 +202,6 @@ void route_settle(struct fsnw *w)
 		}
 	}
 	kwatch_repend(&w->kwatches, &later);
+	fantree_settle(w);
+	end_fantrees(w);
 }

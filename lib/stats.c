@@ -100,7 +100,7 @@ void stats_snapshot(const struct fsnw *w, struct fsnw_stats *out)
 	out->size = sizeof(*out);
 	out->backend = (uint32_t)w->be->id;
 	out->logical_watches = watches_count(&w->watches);
-	out->kernel_watches = kwatch_count(&w->kwatches);
+	out->kernel_watches = kwatch_count(&w->kwatches) + w->trees.fan.nanchors;
 	out->parked_watches = w->kwatches.nparked;
 	out->events_queued = c->queued;
 	out->events_delivered = c->delivered;
@@ -109,6 +109,8 @@ void stats_snapshot(const struct fsnw *w, struct fsnw_stats *out)
 	out->overflows_queue = c->overflows;
 	out->queue_depth = c->depth;
 	out->queue_high_water = c->high_water;
+	out->tree_dirs_cached = w->trees.fan.cache.count;
+	out->tree_cache_evictions = w->trees.fan.cache.evictions;
 }
 
 /* The counters, by name, in struct order: the JSON keys are the field names. */
@@ -133,6 +135,8 @@ static const struct {
 	COUNTER(queue_high_water),
 	COUNTER(ring_active), COUNTER(sys_io_uring), COUNTER(settles_ring), COUNTER(settles_read),
 	COUNTER(tree_retries), COUNTER(overflows_mount),
+	COUNTER(dropped_outside), COUNTER(tree_dirs_cached), COUNTER(tree_cache_evictions),
+	COUNTER(overflows_unresolved),
 };
 
 #define HISTOGRAM(f) { #f, offsetof(struct fsnw_stats, f) }

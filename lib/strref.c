@@ -15,6 +15,22 @@ static struct strref *fill(struct strref *p, struct strpool *pool, const char *s
 	return p;
 }
 
+struct strref *strref_alloc(size_t len)
+{
+	struct strref *p;
+
+	if (len > UINT32_MAX - 1)
+		return NULL;
+	p = mem_alloc(sizeof(*p) + len + 1);
+	if (!p)
+		return NULL;
+	p->refs = 1;
+	p->len = (uint32_t)len;
+	p->pool = NULL;
+	p->s[len] = '\0';
+	return p;
+}
+
 struct strref *strref_new(const char *s, size_t len)
 {
 	struct strref *p;

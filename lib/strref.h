@@ -33,6 +33,8 @@ struct strpool {
 };
 
 struct strref *strref_new(const char *s, size_t len);
+/* A string of len bytes for the caller to fill (s[len] is set to NUL). */
+struct strref *strref_alloc(size_t len);
 /* As strref_new, from the pool where the string fits a class. */
 struct strref *strref_new_in(struct strpool *pool, const char *s, size_t len);
 /* Free what the pool keeps (its strings must all be back). */

@@ -17,6 +17,7 @@
 struct tree {
 	struct list node;    /* in trees.all */
 	struct watch *lw;    /* the tree watch */
+	struct fantree *fan; /* a tree without a walk (fantree.c): the rest is unused */
 	struct htab by_path; /* its links, by path */
 	/* A relative root is resolved against the directory current at the
 	 * add: new directories found later must not depend on a chdir since. */

@@ -271,6 +271,8 @@ void tree_free(struct watch *lw)
 
 	if (!lw->tree)
 		return;
+	if (lw->tree->fan)
+		fantree_free(lw->tree->fan);
 	/* Closing: the walks go with trees_fini, the rest here. */
 	list_for_each_safe(pos, tmp, &lw->tree->moves) {
 		struct dir_move *m = list_entry(pos, struct dir_move, node);
@@ -288,6 +290,11 @@ void tree_remove(struct fsnw *w, struct watch *lw, bool park)
 
 	if (!t)
 		return;
+	if (t->fan) {
+		fantree_remove(w, t->fan, park);
+		tree_free_struct(&w->trees, lw);
+		return;
+	}
 	for_each_walk(&w->trees, t, cancel_one, NULL);
 	list_for_each_safe(pos, tmp, &lw->links)
 		unindex_and_detach(w, t, list_entry(pos, struct link, wnode), park);
@@ -300,6 +307,10 @@ void tree_undo(struct fsnw *w, struct watch *lw)
 	struct tree *t = lw->tree;
 	struct list *pos, *tmp;
 
+	if (t->fan) { /* no link of its own to take back */
+		tree_remove(w, lw, false);
+		return;
+	}
 	list_for_each_safe(pos, tmp, &lw->links) {
 		struct link *l = list_entry(pos, struct link, wnode);
 
@@ -399,6 +410,17 @@ int tree_add(struct fsnw *w, struct watch *lw)
 	list_add_tail(&t->node, &ts->all);
 	t->lw = lw;
 	lw->tree = t;
+	/* On fanotify, where it can, a tree needs no walk (fantree.h): 0, it
+	 * is set up; 1, it walks as on inotify. */
+	kwatch_hold_lock(&w->kwatches, true); /* as a walk: the tree is half made */
+	ret = fantree_add(w, lw, &t->fan);
+	kwatch_hold_lock(&w->kwatches, false);
+	if (ret <= 0) {
+		if (ret < 0)
+			tree_remove(w, lw, false);
+		return ret;
+	}
+	t->fan = NULL;
 	ret = dents_buffer(ts);
 	if (ret == 0 && lw->path->s[0] != '/')
 		ret = absolute_root(t, lw->path);
@@ -746,6 +768,7 @@ static void start_rescans(struct fsnw *w)
 			list_add_tail(&wk->node, &ts->walks);
 		}
 	}
+	fantrees_fini(&ts->fan);
 }
 
 /* A rename's two halves are read by one complete drain: the moves not
@@ -764,18 +787,20 @@ bool trees_after_drain(struct fsnw *w, bool retry)
 {
 	struct trees *ts = &w->trees;
 	unsigned budget = TREE_STEP_DIRS;
+	bool walked;
 
 	ts->window_open = false;
+	walked = fantrees_after_drain(w);
 	clear_moves(ts);
 	if (retry)
 		start_retries(w);
 	if (ts->rescan)
 		start_rescans(w);
 	if (list_empty(&ts->walks))
-		return false;
+		return walked;
 	if (dents_buffer(ts) < 0) {
 		/* Not even a step: the walks wait for the next drain. */
-		return false;
+		return walked;
 	}
 	window_open(ts);
 	while (budget && !list_empty(&ts->walks)) {
@@ -798,7 +823,7 @@ bool trees_after_drain(struct fsnw *w, bool retry)
 bool trees_busy(const struct trees *ts)
 {
 	return ts->window_open || ts->rescan || ts->nmoves || ts->nending ||
-	       !list_empty(&ts->walks);
+	       !list_empty(&ts->walks) || fantrees_busy(&ts->fan);
 }
 
 struct watch *trees_pop_ended(struct trees *ts)
@@ -921,13 +946,14 @@ void trees_check_mounts(struct fsnw *w)
 
 /* ---- the handle's part ---- */
 
-void trees_init(struct trees *ts)
+void trees_init(struct trees *ts, size_t cache_max)
 {
 	memset(ts, 0, sizeof(*ts));
 	list_init(&ts->all);
 	list_init(&ts->walks);
 	list_init(&ts->retry);
 	mounts_init(&ts->mounts);
+	fantrees_init(&ts->fan, cache_max);
 }
 
 void trees_fini(struct trees *ts)
@@ -945,6 +971,7 @@ void trees_fini(struct trees *ts)
 		}
 	}
 	mounts_close(&ts->mounts);
+	fantrees_fini(&ts->fan);
 	mem_free(ts->dents);
 	ts->dents = NULL;
 }

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "fantree.h"
 #include "list.h"
 #include "mounts.h"
 
@@ -45,16 +46,21 @@ struct trees {
 	uint64_t freed_seen; /* kernel watches gone when the retries last ran */
 	unsigned char *dents; /* the walks' getdents64 buffer */
 	struct mounts mounts; /* followed while a tree exists */
+	/* Trees on fanotify that need no walk: fantree.c's. */
+	struct fantrees fan;
 };
 
-void trees_init(struct trees *ts);
-/* Free the walks and the mount table (the trees go with their watches). */
+/* cache_max: directories the fanotify trees' cache holds (0: the default). */
+void trees_init(struct trees *ts, size_t cache_max);
+/* Free the walks, the mount table and the fanotify trees' cache (the trees
+ * go with their watches). */
 void trees_fini(struct trees *ts);
 
 /*
- * Start a tree add: the root and the first step of the walk. On failure
- * everything is undone. The rest of the walk runs after the drains that
- * follow (the caller settles), and tree_add_result says how it ended.
+ * Start a tree add: on fanotify, where it can, the tree is set up without a
+ * walk (fantree.h); otherwise the root and the first step of the walk. On
+ * failure everything is undone. The rest of the walk runs after the drains
+ * that follow (the caller settles), and tree_add_result says how it ended.
  */
 int tree_add(struct fsnw *w, struct watch *lw);
 /* After the settle: 0, or why the add's walk failed (then undo the add). */

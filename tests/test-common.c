@@ -3,9 +3,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -61,6 +63,30 @@ void tmpdir_remove(char *dir)
 	free(dir);
 }
 
+char *tmpfs_private(void)
+{
+	char *dir = tmpdir_make();
+
+	/* Source and type are ignored for a propagation change (and NULL
+	 * would do, but valgrind objects). */
+	if (unshare(CLONE_NEWNS) == 0 &&
+	    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) == 0 &&
+	    mount("fsnw-test", dir, "tmpfs", 0, "size=64m") == 0)
+		return dir;
+	fprintf(stderr, "no private tmpfs (%s): using %s\n", strerror(errno), dir);
+	return dir;
+}
+
+void tmpfs_private_remove(char *dir)
+{
+	char copy[PATH_MAX];
+
+	snprintf(copy, sizeof(copy), "%s", dir);
+	tmpdir_remove(dir);
+	umount2(copy, MNT_DETACH);
+	rmdir(copy);
+}
+
 const char *pjoin(char *buf, const char *dir, const char *name)
 {
 	snprintf(buf, PATH_MAX, "%s/%s", dir, name);
@@ -91,6 +117,21 @@ void make_dir(const char *dir, const char *name)
 	char p[PATH_MAX];
 
 	ck_assert_msg(mkdir(pjoin(p, dir, name), 0755) == 0, "mkdir %s: %s", p, strerror(errno));
+}
+
+void make_dirs(const char *root, const char *rel)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	for (char *s = p + strlen(root) + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		mkdir(p, 0755);
+		*s = '/';
+	}
+	ck_assert_msg(mkdir(p, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", p, strerror(errno));
 }
 
 int collect(struct fsnw *w, struct ev **out, int max, int quiet_ms)

@@ -45,12 +45,21 @@ struct fsnw *test_open(uint32_t flags, uint32_t capacity, uint32_t idle);
 /* A private scratch directory on tmpfs, removed by tmpdir_remove. */
 char *tmpdir_make(void);
 void tmpdir_remove(char *dir);
+/*
+ * A tmpfs of the test's own, mounted in a private mount namespace (the
+ * process unshares it), so that a fanotify filesystem mark hears nobody
+ * else's files; falls back to tmpdir_make where that cannot be had.
+ */
+char *tmpfs_private(void);
+void tmpfs_private_remove(char *dir);
 
 /* Small file helpers; they fail the test on error. Paths are dir + "/" + name. */
 const char *pjoin(char *buf, const char *dir, const char *name);
 void touch(const char *dir, const char *name);
 void write_bytes(const char *dir, const char *name, const char *s);
 void make_dir(const char *dir, const char *name);
+/* mkdir -p root/rel (root exists). */
+void make_dirs(const char *root, const char *rel);
 
 /* A copy of an event, whose strings outlive the next fsnw_read. */
 struct ev {

@@ -9,7 +9,8 @@
  * - it reports as many events as it returns, and none when the buffer holds
  *   no whole record (event_len >= the metadata, within the buffer, the
  *   metadata version right);
- * - a key is non-empty, at most KKEY_MAX bytes and readable; only an
+ * - a key, and an entry's target key, is non-empty, at most KKEY_MAX bytes
+ *   and readable; a target comes only with a name; only an
  *   overflow comes without one;
  * - a name is non-empty and NUL-terminated at namelen; one that points into
  *   the buffer ends inside it;
@@ -81,6 +82,12 @@ static bool check_event(void *arg, const struct kevent *ev)
 		CHECK(ev->keylen > 0 && ev->keylen <= KKEY_MAX);
 		for (size_t i = 0; i < ev->keylen; i++)
 			sink ^= ev->key[i]; /* readable, or a sanitizer report */
+		if (ev->target) {
+			CHECK(ev->name != NULL);
+			CHECK(ev->targetlen > 0 && ev->targetlen <= KKEY_MAX);
+			for (size_t i = 0; i < ev->targetlen; i++)
+				sink ^= ev->target[i];
+		}
 	}
 	if (ev->name) {
 		CHECK(ev->namelen > 0);

@@ -1,0 +1,1088 @@
+/* SPDX-License-Identifier: MIT */
+/* Tree watches on fanotify without a walk: see fantree.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fanotify.h"
+#include "fantree.h"
+#include "handle.h"
+#include "mem.h"
+#include "mountinfo.h"
+
+/* A batch longer than this is placed at once, complete drain or not: the
+ * reader must not hold an unbounded copy of a storm. */
+#define BATCH_MAX 65536
+/* Complete drains a batch waits for a delete that may still be unread. */
+#define DEFERRALS_MAX 2
+#define NOT_ARMED UINT64_MAX
+
+/* Key bytes: fsid, then struct file_handle (handle_bytes, handle_type, f_handle). */
+#define FH_FIXED 8 /* handle_bytes + handle_type */
+
+struct fh_buf {
+	struct file_handle fh;
+	unsigned char bytes[MAX_HANDLE_SZ];
+};
+
+/* An event as the trees see it: pointers into a kevent, or into a batch entry. */
+struct fev {
+	uint64_t seq;
+	uint32_t mask;
+	uint32_t cookie;
+	const unsigned char *key;
+	const unsigned char *target;
+	const char *name;
+	uint16_t keylen;
+	uint16_t targetlen;
+	uint16_t namelen;
+	uint8_t flags; /* E_* */
+};
+
+#define E_PLAIN 0x1u      /* a watch of its own heard it */
+#define E_PAIRED 0x2u     /* a MOVED_FROM whose MOVED_TO follows */
+#define E_STALE 0x4u      /* its directory no longer resolves */
+#define E_UNRESOLVED 0x8u /* its directory could not be resolved (resources) */
+
+struct fentry {
+	struct list node;
+	struct fev ev;
+	unsigned char data[]; /* key, target, name + NUL */
+};
+
+static bool is_from(const struct fev *e)
+{
+	return (e->mask & FSNW_MOVED_FROM) && e->name;
+}
+
+static bool is_to(const struct fev *e)
+{
+	return (e->mask & FSNW_MOVED_TO) && e->name;
+}
+
+/* ---- entries ---- */
+
+static struct fentry *entry_copy(const struct fev *e)
+{
+	size_t len = (size_t)e->keylen + e->targetlen + e->namelen + 1;
+	struct fentry *x = mem_alloc(sizeof(*x) + len);
+	unsigned char *p;
+
+	if (!x)
+		return NULL;
+	x->ev = *e;
+	p = x->data;
+	memcpy(p, e->key, e->keylen);
+	x->ev.key = p;
+	p += e->keylen;
+	if (e->target) {
+		memcpy(p, e->target, e->targetlen);
+		x->ev.target = p;
+		p += e->targetlen;
+	}
+	if (e->name) {
+		memcpy(p, e->name, e->namelen);
+		x->ev.name = (const char *)p;
+		p += e->namelen;
+	}
+	*p = '\0';
+	return x;
+}
+
+static void batch_free(struct fantrees *ft)
+{
+	struct list *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &ft->batch) {
+		list_del(pos);
+		mem_free(list_entry(pos, struct fentry, node));
+	}
+	ft->nbatch = 0;
+	mem_free(ft->from);
+	ft->from = NULL;
+	ft->deferrals = 0;
+}
+
+void fantrees_init(struct fantrees *ft, size_t cache_max)
+{
+	memset(ft, 0, sizeof(*ft));
+	list_init(&ft->all);
+	list_init(&ft->batch);
+	list_init(&ft->ended);
+	fcache_init(&ft->cache, cache_max);
+}
+
+void fantrees_fini(struct fantrees *ft)
+{
+	batch_free(ft);
+	fcache_fini(&ft->cache);
+}
+
+/* ---- resolving ---- */
+
+static bool key_to_handle(const unsigned char *key, size_t keylen, struct fh_buf *h)
+{
+	uint32_t hbytes;
+
+	if (keylen < FSID_BYTES + FH_FIXED || keylen - FSID_BYTES > sizeof(*h))
+		return false;
+	memcpy(&hbytes, key + FSID_BYTES, sizeof(hbytes));
+	if (hbytes != keylen - FSID_BYTES - FH_FIXED)
+		return false;
+	memcpy(h, key + FSID_BYTES, keylen - FSID_BYTES);
+	return true;
+}
+
+static void handle_to_key(const unsigned char *fsid, const struct fh_buf *h, struct kkey *key)
+{
+	memset(key, 0, offsetof(struct kkey, bytes));
+	key->wd = -1;
+	memcpy(key->bytes, fsid, FSID_BYTES);
+	memcpy(key->bytes + FSID_BYTES, &h->fh, FH_FIXED + h->fh.handle_bytes);
+	key->len = (uint32_t)(FSID_BYTES + FH_FIXED + h->fh.handle_bytes);
+}
+
+/* The handle of rel below the view's mount root, on that mount only. */
+static int key_at(void *arg, struct fview *v, const char *rel, size_t len, struct kkey *key)
+{
+	struct fsnw *w = arg;
+	char path[PATH_MAX];
+	struct fh_buf h;
+	int mid, ret;
+
+	if (len >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, rel, len);
+	path[len] = '\0';
+	h.fh.handle_bytes = MAX_HANDLE_SZ;
+	ret = name_to_handle_at(v->mntfd, len ? path : "", &h.fh, &mid, len ? 0 : AT_EMPTY_PATH);
+	w->st.sys_name_to_handle_at++;
+	if (ret < 0)
+		return errno == EOVERFLOW ? -EOPNOTSUPP : -errno;
+	/* Something is mounted on the way: the directory is hidden there. */
+	if (mid != v->mnt_id)
+		return -EXDEV;
+	handle_to_key(v->fsid, &h, key);
+	return 0;
+}
+
+/* What /proc says fd is: its path in this process, or -errno. */
+static ssize_t fd_path(struct fsnw *w, int fd, char *buf, size_t len)
+{
+	char proc[32];
+	ssize_t n;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	n = readlink(proc, buf, len);
+	w->st.sys_other++;
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= len)
+		return -ENAMETOOLONG;
+	buf[n] = '\0';
+	return n;
+}
+
+static void close_counted(struct fsnw *w, int fd)
+{
+	close(fd);
+	w->st.sys_other++;
+}
+
+/*
+ * Where the directory key is now: found in (or added to) the cache.
+ * -ESTALE: it is gone; -EAGAIN: the filesystem changed under the answer;
+ * other -errno: it could not be resolved.
+ */
+static int resolve(struct fsnw *w, struct fview *v, const unsigned char *key, size_t keylen,
+		   struct fnode **out)
+{
+	struct fcache *c = &w->trees.fan.cache;
+	const struct strref *pre = v->prefix;
+	char path[PATH_MAX];
+	struct fh_buf h;
+	const char *rel;
+	ssize_t n;
+	int fd, ret;
+
+	if (!key_to_handle(key, keylen, &h))
+		return -EINVAL;
+	fd = open_by_handle_at(v->mntfd, &h.fh, O_PATH | O_CLOEXEC);
+	w->st.sys_open_by_handle_at++;
+	if (fd < 0)
+		return errno == ESTALE || errno == ENOENT ? -ESTALE : -errno;
+	n = fd_path(w, fd, path, sizeof(path));
+	/* Open, unlinked (filesystems that still decode such a handle). */
+	if (n > 10 && !strcmp(path + n - 10, " (deleted)")) {
+		struct stat st;
+
+		w->st.sys_other++;
+		if (fstat(fd, &st) == 0 && st.st_nlink == 0)
+			n = -ESTALE;
+	}
+	close_counted(w, fd);
+	if (n < 0)
+		return (int)n;
+	if (pre->len == 1) { /* the view's mount is "/" */
+		rel = path + 1;
+	} else if ((size_t)n >= pre->len && !memcmp(path, pre->s, pre->len) &&
+		   (path[pre->len] == '/' || !path[pre->len])) {
+		rel = path + pre->len + (path[pre->len] == '/');
+	} else {
+		return fcache_outview(c, v, key, keylen, out);
+	}
+	ret = fcache_place(c, v, rel, (size_t)(path + n - rel), key, keylen, key_at, w, out);
+	if (ret == -EXDEV)
+		return fcache_outview(c, v, key, keylen, out);
+	/* A directory on the way went or moved since the readlink. */
+	return ret == -ENOENT || ret == -ENOTDIR ? -EAGAIN : ret;
+}
+
+/* The view of the filesystem key is on, made on first need. */
+static int view_of(struct fsnw *w, const struct kkey *k, struct fview **out)
+{
+	struct fcache *c = &w->trees.fan.cache;
+	char prefix[PATH_MAX];
+	struct fh_buf h;
+	struct kkey root;
+	ssize_t n;
+	int fd, mid;
+
+	*out = fcache_view(c, k->bytes, k->len);
+	if (*out)
+		return 0;
+	fd = w->be->mount_fd ? w->be->mount_fd(w, k->bytes, k->len) : -EOPNOTSUPP;
+	if (fd < 0)
+		return fd;
+	n = fd_path(w, fd, prefix, sizeof(prefix));
+	if (n < 0)
+		return (int)n;
+	h.fh.handle_bytes = MAX_HANDLE_SZ;
+	w->st.sys_name_to_handle_at++;
+	if (name_to_handle_at(fd, "", &h.fh, &mid, AT_EMPTY_PATH) < 0)
+		return errno == EOVERFLOW ? -EOPNOTSUPP : -errno;
+	handle_to_key(k->bytes, &h, &root);
+	return fcache_view_new(c, root.bytes, root.len, fd, mid, prefix, (size_t)n, out);
+}
+
+/* ---- delivery ---- */
+
+static uint32_t armed_masks(const struct fantrees *ft)
+{
+	const struct list *pos;
+	uint32_t m = 0;
+
+	for (pos = ft->all.next; pos != &ft->all; pos = pos->next) {
+		const struct fantree *t = list_entry(pos, struct fantree, node);
+
+		if (t->armed_seq != NOT_ARMED)
+			m |= t->lw->mask;
+	}
+	return m;
+}
+
+/* An event whose directory cannot be placed: outside, or an overflow. */
+static void unplaced(struct fsnw *w, const struct fev *e)
+{
+	struct fantrees *ft = &w->trees.fan;
+	bool wanted = (e->mask & armed_masks(ft) & FSNW_ALL_EVENTS) != 0;
+
+	if (wanted && ((e->flags & E_UNRESOLVED) || ft->cache.ambiguous || ft->cache.nomem)) {
+		handle_overflow(w, OVERFLOW_UNRESOLVED);
+		return;
+	}
+	if (!(e->flags & E_PLAIN))
+		w->st.dropped_outside++;
+}
+
+/*
+ * Deliver an event that happened in directory n (with name) or to n
+ * itself (name NULL) to every armed tree n is in, with the path each
+ * reports; the innermost anchor of a tree wins. Returns enum fnode_where.
+ */
+static int deliver_at(struct fsnw *w, struct fnode *n, const struct fev *e, uint32_t mask,
+		      const char *name, size_t namelen)
+{
+	struct fantrees *ft = &w->trees.fan;
+	struct fcache *c = &ft->cache;
+	uint64_t d = ++ft->delivery;
+	int where = fcache_where(c, n);
+	struct fnode *x = n;
+
+	for (int w_ = where; w_ == FN_IN; w_ = x ? fcache_where(c, x) : FN_OUT) {
+		struct fnode *at = x->near;
+
+		for (struct fanchor *a = at->anchors; a; a = a->next) {
+			struct fantree *t = a->owner;
+			struct watch *lw = t->lw;
+			uint32_t m = mask & (lw->mask | FSNW_ISDIR);
+			struct strref *path;
+
+			if (t->mark == d)
+				continue;
+			t->mark = d;
+			if (e->seq < t->armed_seq || !(m & FSNW_ALL_EVENTS))
+				continue;
+			if (x == n && a == at->anchors)
+				path = strref_get(n->path);
+			else
+				path = fcache_path_below(at, a->report, n);
+			if (!path) {
+				handle_overflow(w, OVERFLOW_UNRESOLVED); /* ENOMEM */
+				continue;
+			}
+			if (queue_push(w->q, &lw->qo, path, m, e->cookie, name, namelen, 0) ==
+			    QUEUE_MERGED)
+				PROBE2(merge, lw->qo.wid, m);
+			strref_put(path);
+		}
+		/* Trees further up (nested trees) hear it too; a single tree's
+		 * anchors further up can only be its own. */
+		x = (at->state == FN_LINKED || at->state == FN_DEAD) &&
+		    ft->all.next != ft->all.prev ? at->parent : NULL;
+	}
+	return where;
+}
+
+/* The tree's directory went: the router ends the tree after this drain. */
+static void root_gone(struct fantrees *ft, struct fnode *n)
+{
+	for (struct fanchor *a = n->anchors; a; a = a->next) {
+		struct fantree *t = a->owner;
+
+		if (a != &t->anchors[0] || t->ended)
+			continue;
+		t->ended = true;
+		list_add_tail(&t->ended_node, &ft->ended);
+	}
+}
+
+/* n: the node of e's key, or NULL if the cache has none. */
+static void deliver(struct fsnw *w, const struct fev *e, struct fnode *n)
+{
+	struct fcache *c = &w->trees.fan.cache;
+	int where;
+
+	if (e->mask & FSNW_IGNORED)
+		return;
+	if (!n) {
+		unplaced(w, e);
+		return;
+	}
+	fcache_touch(c, n);
+	if (e->name) {
+		where = deliver_at(w, n, e, e->mask, e->name, e->namelen);
+	} else {
+		uint32_t named = e->mask & ~(uint32_t)FSNW_SELF_BITS;
+
+		/* As inotify: the parent hears of its subdirectory, by name. */
+		if ((named & FSNW_ALL_EVENTS) && n->parent && n->name &&
+		    (n->state == FN_LINKED || n->state == FN_DEAD))
+			(void)deliver_at(w, n->parent, e, named, n->name, n->namelen);
+		where = deliver_at(w, n, e, e->mask, NULL, 0);
+		if ((e->mask & FSNW_DELETE_SELF) && n->anchors)
+			root_gone(&w->trees.fan, n);
+	}
+	if (where == FN_UNKNOWN)
+		unplaced(w, e);
+	else if (where == FN_OUT && !(e->flags & E_PLAIN))
+		w->st.dropped_outside++;
+}
+
+/* ---- structure ---- */
+
+static struct fnode *dir_of(struct fcache *c, const struct fev *e)
+{
+	return fcache_find(c, e->key, e->keylen);
+}
+
+/*
+ * A directory moved: a tree whose directory is now elsewhere reports its
+ * new path from here on (its mounts' anchors with it).
+ */
+static void roots_moved(struct fsnw *w)
+{
+	struct fantrees *ft = &w->trees.fan;
+	struct list *pos;
+
+	for (pos = ft->all.next; pos != &ft->all; pos = pos->next) {
+		struct fantree *t = list_entry(pos, struct fantree, node);
+		struct strref *vp = fcache_view_path(&ft->cache, t->anchors[0].node);
+		struct strref *old = t->anchors[0].report;
+		bool ok = true;
+
+		if (!vp || (vp->len == t->view_path->len &&
+			    !memcmp(vp->s, t->view_path->s, vp->len))) {
+			strref_put(vp);
+			continue;
+		}
+		for (size_t i = 1; ok && i < t->nanchors; i++) {
+			struct strref *r = strref_rebase(t->anchors[i].report, old->len, vp);
+
+			ok = r != NULL;
+			if (ok) {
+				strref_put(t->anchors[i].report);
+				t->anchors[i].report = r;
+			}
+		}
+		if (!ok) {
+			handle_overflow(w, OVERFLOW_UNRESOLVED); /* ENOMEM: paths are stale */
+			strref_put(vp);
+			continue;
+		}
+		t->anchors[0].report = strref_get(vp);
+		strref_put(old);
+		strref_put(t->view_path);
+		t->view_path = vp;
+		fcache_invalidate(&ft->cache);
+	}
+}
+
+/*
+ * Apply what e says about directories (undo: take it back). A rename is
+ * applied at its MOVED_TO, with from its MOVED_FROM (NULL when alone).
+ * live: the stream is at e (not a rewind's first pass), so a tree whose
+ * directory moved takes its new path.
+ */
+static void apply(struct fsnw *w, const struct fev *e, const struct fev *from, bool undo,
+		  bool live)
+{
+	struct fcache *c = &w->trees.fan.cache;
+	struct fview *v;
+	const unsigned char *tk = e->target;
+	size_t tl = e->targetlen;
+	struct fnode *n;
+
+	if (e->mask & (FSNW_IGNORED | FSNW_DELETE_SELF)) {
+		if (!e->name && (n = fcache_find(c, e->key, e->keylen)))
+			fcache_self_gone(c, n, !undo);
+		if (!e->name)
+			return;
+	}
+	if (!(e->mask & FSNW_ISDIR) || !e->name)
+		return;
+	v = fcache_view(c, e->key, e->keylen);
+	if (e->mask & FSNW_CREATE) {
+		if (undo)
+			fcache_uncreate(c, dir_of(c, e), e->name, e->namelen, tk, tl);
+		else
+			fcache_create(c, dir_of(c, e), e->name, e->namelen, tk, tl);
+	} else if (e->mask & FSNW_DELETE) {
+		if (undo)
+			fcache_undelete(c, dir_of(c, e), e->name, e->namelen, tk, tl);
+		else
+			fcache_delete(c, dir_of(c, e), e->name, e->namelen, tk, tl);
+	} else if (is_to(e)) {
+		struct fnode *src = from ? dir_of(c, from) : NULL, *dst = dir_of(c, e);
+		const char *sn = from ? from->name : NULL;
+		size_t sl = from ? from->namelen : 0;
+
+		if (undo)
+			fcache_move(c, v, dst, e->name, e->namelen, src, sn, sl, tk, tl);
+		else
+			fcache_move(c, v, src, sn, sl, dst, e->name, e->namelen, tk, tl);
+		if (live)
+			roots_moved(w);
+	} else if (is_from(e) && !(e->flags & E_PAIRED)) {
+		/* Moved where nothing reported it: its place is unknown after. */
+		if (undo)
+			fcache_move(c, v, NULL, NULL, 0, dir_of(c, e), e->name, e->namelen, tk, tl);
+		else
+			fcache_move(c, v, dir_of(c, e), e->name, e->namelen, NULL, NULL, 0, tk, tl);
+	}
+}
+
+/* ---- the batch ---- */
+
+static struct fev *entry_ev(struct list *pos)
+{
+	return &list_entry(pos, struct fentry, node)->ev;
+}
+
+/* The MOVED_FROM that pairs with the MOVED_TO at pos, or NULL. */
+static const struct fev *pair_of(struct fantrees *ft, struct list *pos)
+{
+	struct fev *prev;
+
+	if (pos->prev == &ft->batch)
+		return NULL;
+	prev = entry_ev(pos->prev);
+	return (prev->flags & E_PAIRED) ? prev : NULL;
+}
+
+/* Events that report a place: not the drop notice, not a bare DELETE_SELF. */
+static bool needs_place(const struct fev *e)
+{
+	if (e->mask & FSNW_IGNORED)
+		return false;
+	return e->name || (e->mask & ~(uint32_t)(FSNW_DELETE_SELF | FSNW_ISDIR));
+}
+
+/* Keys already tried in this pass, and what they gave. */
+struct tried {
+	struct hnode node;
+	int err;
+	size_t keylen;
+	unsigned char key[];
+};
+
+static struct tried *tried_find(struct htab *t, const unsigned char *key, size_t len)
+{
+	struct hnode *hn;
+
+	htab_for_each_hash(hn, t, hash_bytes(key, len, 0x7472)) {
+		struct tried *x = container_of(hn, struct tried, node);
+
+		if (x->keylen == len && !memcmp(x->key, key, len))
+			return x;
+	}
+	return NULL;
+}
+
+static void tried_free(struct hnode *hn, void *arg)
+{
+	(void)arg;
+	mem_free(container_of(hn, struct tried, node));
+}
+
+/* Pass 2: resolve every directory the batch needs and the cache lacks. */
+static void resolve_batch(struct fsnw *w)
+{
+	struct fantrees *ft = &w->trees.fan;
+	struct fcache *c = &ft->cache;
+	struct htab seen;
+	struct list *pos;
+
+	htab_init(&seen);
+	for (pos = ft->batch.next; pos != &ft->batch; pos = pos->next) {
+		struct fev *e = entry_ev(pos);
+		struct fview *v = fcache_view(c, e->key, e->keylen);
+		struct fnode *n = fcache_find(c, e->key, e->keylen);
+		struct tried *t;
+		int err;
+
+		e->flags &= (uint8_t)~(E_STALE | E_UNRESOLVED);
+		if (!v || !needs_place(e) || (n && fcache_where(c, n) != FN_UNKNOWN))
+			continue;
+		t = tried_find(&seen, e->key, e->keylen);
+		if (t) {
+			err = t->err;
+		} else {
+			err = resolve(w, v, e->key, e->keylen, &n);
+			if (err == -EAGAIN) /* raced a rename: once more */
+				err = resolve(w, v, e->key, e->keylen, &n);
+			t = htab_reserve(&seen, 1) == 0 ? mem_alloc(sizeof(*t) + e->keylen) : NULL;
+			if (t) {
+				t->err = err;
+				t->keylen = e->keylen;
+				memcpy(t->key, e->key, e->keylen);
+				htab_insert(&seen, &t->node, hash_bytes(e->key, e->keylen, 0x7472));
+			}
+		}
+		if (err == -ESTALE)
+			e->flags |= E_STALE;
+		else if (err < 0)
+			e->flags |= E_UNRESOLVED;
+	}
+	htab_for_each(&seen, tried_free, NULL);
+	htab_fini(&seen);
+}
+
+/* After pass 3: an event whose gone directory may yet be explained by a
+ * delete the kernel still holds, and that a tree may care for. */
+static bool waits_for_delete(struct fsnw *w)
+{
+	struct fantrees *ft = &w->trees.fan;
+	uint32_t masks = armed_masks(ft);
+	struct list *pos;
+
+	for (pos = ft->batch.next; pos != &ft->batch; pos = pos->next) {
+		struct fev *e = entry_ev(pos);
+		struct fnode *n;
+
+		if (!(e->flags & E_STALE) || !(e->mask & masks & FSNW_ALL_EVENTS))
+			continue;
+		n = fcache_find(&ft->cache, e->key, e->keylen);
+		if (!n || fcache_where(&ft->cache, n) == FN_UNKNOWN)
+			return true;
+	}
+	return false;
+}
+
+/* The four passes of fantree.h. may_defer: the kernel queue was just read
+ * empty, and another complete drain can follow. */
+static void place_batch(struct fsnw *w, bool may_defer)
+{
+	struct fantrees *ft = &w->trees.fan;
+	struct fcache *c = &ft->cache;
+	struct list *pos;
+
+	if (ft->from) { /* a MOVED_FROM whose MOVED_TO never came */
+		list_add_tail(&ft->from->node, &ft->batch);
+		ft->nbatch++;
+		ft->from = NULL;
+	}
+	if (!ft->nbatch)
+		return;
+	for (pos = ft->batch.next; pos != &ft->batch; pos = pos->next) {
+		struct fev *e = entry_ev(pos);
+
+		apply(w, e, pair_of(ft, pos), false, false);
+	}
+	resolve_batch(w);
+	for (pos = ft->batch.prev; pos != &ft->batch; pos = pos->prev) {
+		struct fev *e = entry_ev(pos);
+
+		apply(w, e, pair_of(ft, pos), true, false);
+	}
+	if (may_defer && ft->deferrals < DEFERRALS_MAX && waits_for_delete(w)) {
+		/* The cache is back at the batch's start: wait for one more
+		 * complete drain and place it all then. */
+		ft->deferrals++;
+		ft->drain_again = true;
+		return;
+	}
+	for (pos = ft->batch.next; pos != &ft->batch; pos = pos->next) {
+		struct fev *e = entry_ev(pos);
+
+		deliver(w, e, fcache_find(c, e->key, e->keylen));
+		apply(w, e, pair_of(ft, pos), false, true);
+	}
+	batch_free(ft);
+	c->nomem = false;
+	fcache_trim(c);
+}
+
+void fantree_settle(struct fsnw *w)
+{
+	place_batch(w, true);
+}
+
+
+void fantree_overflow(struct fsnw *w)
+{
+	struct fantrees *ft = &w->trees.fan;
+
+	if (list_empty(&ft->all) && !ft->nbatch && !ft->from)
+		return;
+	place_batch(w, false);
+	fcache_forget(&ft->cache);
+}
+
+/* Hold e at the end of the batch; false (and an overflow) without memory. */
+static void hold(struct fsnw *w, const struct fev *e)
+{
+	struct fantrees *ft = &w->trees.fan;
+	struct fentry *x = entry_copy(e);
+
+	if (!x) {
+		/* The event is lost: say so if a tree may have wanted it. */
+		if (e->mask & armed_masks(ft) & FSNW_ALL_EVENTS)
+			handle_overflow(w, OVERFLOW_UNRESOLVED);
+		return;
+	}
+	list_add_tail(&x->node, &ft->batch);
+	ft->nbatch++;
+	if (ft->nbatch >= BATCH_MAX)
+		place_batch(w, false);
+}
+
+/* Does e change what the cache knows (apply has work)? */
+static bool structural(const struct fev *e)
+{
+	if (!e->name)
+		return e->mask & (FSNW_IGNORED | FSNW_DELETE_SELF);
+	return (e->mask & FSNW_ISDIR) && (e->mask & FSNW_DIRENT_BITS);
+}
+
+/* Can e be placed now, without a resolution? *n: its node, if any. */
+static bool known(struct fcache *c, const struct fev *e, struct fnode **n)
+{
+	*n = fcache_find(c, e->key, e->keylen);
+	return !needs_place(e) || (*n && fcache_where(c, *n) != FN_UNKNOWN);
+}
+
+/* One event, or a rename's two ends: at once if the cache knows their
+ * directories and no batch is open, else into the batch. */
+static void take(struct fsnw *w, const struct fev *from, const struct fev *e)
+{
+	struct fantrees *ft = &w->trees.fan;
+	struct fcache *c = &ft->cache;
+	struct fnode *n, *fn = NULL;
+
+	if (!ft->nbatch && known(c, e, &n) && (!from || known(c, from, &fn))) {
+		if (from)
+			deliver(w, from, fn);
+		deliver(w, e, n);
+		if (structural(e))
+			apply(w, e, from, false, true);
+		c->nomem = false;
+		fcache_trim(c);
+		return;
+	}
+	if (from)
+		hold(w, from);
+	hold(w, e);
+}
+
+bool fantree_event(struct fsnw *w, const struct kevent *ev, bool plain)
+{
+	struct fantrees *ft = &w->trees.fan;
+	struct fev e;
+
+	if (list_empty(&ft->all) || !ev->key || ev->keylen > KKEY_MAX)
+		return false;
+	/* A file's own event: its directory's, with the name, is the one. */
+	if (!ev->name && !(ev->mask & (FSNW_ISDIR | FSNW_IGNORED)))
+		return false;
+	if (!fcache_view(&ft->cache, ev->key, ev->keylen))
+		return false;
+	e = (struct fev){
+		.seq = ft->seq++,
+		.mask = ev->mask,
+		.cookie = ev->cookie,
+		.key = ev->key,
+		.keylen = (uint16_t)ev->keylen,
+		.target = ev->targetlen <= KKEY_MAX ? ev->target : NULL,
+		.targetlen = ev->targetlen <= KKEY_MAX ? (uint16_t)ev->targetlen : 0,
+		.name = ev->name,
+		.namelen = (uint16_t)ev->namelen,
+		.flags = plain ? E_PLAIN : 0,
+	};
+	if (ft->from && !(is_to(&e) && e.cookie == ft->from->ev.cookie)) {
+		/* A MOVED_FROM alone: its other end went unreported. */
+		struct fentry *lone = ft->from;
+
+		ft->from = NULL;
+		take(w, NULL, &lone->ev);
+		mem_free(lone);
+	}
+	if (is_from(&e)) {
+		/* Its MOVED_TO comes next, from the same record. */
+		ft->from = entry_copy(&e);
+		if (!ft->from)
+			take(w, NULL, &e);
+		return true;
+	}
+	if (ft->from) {
+		struct fentry *from = ft->from;
+
+		ft->from = NULL;
+		from->ev.flags |= E_PAIRED;
+		take(w, &from->ev, &e);
+		mem_free(from);
+		return true;
+	}
+	take(w, NULL, &e);
+	return true;
+}
+
+struct watch *fantree_pop_ended(struct fantrees *ft, bool *pending)
+{
+	struct fantree *t;
+
+	/* Not while its events may wait in the batch. */
+	if (list_empty(&ft->ended) || ft->nbatch || ft->from)
+		return NULL;
+	t = list_first(&ft->ended, struct fantree, ended_node);
+	list_del(&t->ended_node);
+	*pending = t->armed_seq == NOT_ARMED;
+	return t->lw;
+}
+
+bool fantrees_after_drain(struct fsnw *w)
+{
+	struct fantrees *ft = &w->trees.fan;
+	bool again = ft->drain_again;
+	struct list *pos;
+
+	ft->drain_again = false;
+	if (ft->npending) {
+		for (pos = ft->all.next; pos != &ft->all; pos = pos->next) {
+			struct fantree *t = list_entry(pos, struct fantree, node);
+
+			if (t->armed_seq == NOT_ARMED)
+				t->armed_seq = ft->seq;
+		}
+		ft->npending = 0;
+	}
+	return again;
+}
+
+/* ---- adding and removing trees ---- */
+
+struct below_mounts {
+	struct strref **path;
+	dev_t *dev;
+	size_t n, cap;
+};
+
+static int collect_mount(void *arg, const struct mountinfo_entry *m)
+{
+	struct below_mounts *ms = arg;
+
+	/* A mount stacked on the same point hides the one below: keep the top. */
+	for (size_t i = 0; i < ms->n; i++) {
+		if (ms->path[i]->len == m->len && !memcmp(ms->path[i]->s, m->path, m->len)) {
+			ms->dev[i] = m->dev;
+			return 0;
+		}
+	}
+	if (ms->n == ms->cap) {
+		size_t cap = ms->cap ? ms->cap * 2 : 8;
+		struct strref **p = mem_realloc(ms->path, cap * sizeof(*p));
+		dev_t *d;
+
+		if (!p)
+			return -ENOMEM;
+		ms->path = p;
+		d = mem_realloc(ms->dev, cap * sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		ms->dev = d;
+		ms->cap = cap;
+	}
+	ms->path[ms->n] = strref_new(m->path, m->len);
+	if (!ms->path[ms->n])
+		return -ENOMEM;
+	ms->dev[ms->n++] = m->dev;
+	return 0;
+}
+
+static void below_mounts_free(struct below_mounts *ms)
+{
+	for (size_t i = 0; i < ms->n; i++)
+		strref_put(ms->path[i]);
+	mem_free(ms->path);
+	mem_free(ms->dev);
+}
+
+static void anchors_drop(struct fsnw *w, struct fantree *t, bool park)
+{
+	struct fcache *c = &w->trees.fan.cache;
+
+	for (size_t i = 0; i < t->nanchors; i++) {
+		struct fanchor *a = &t->anchors[i], **pp;
+
+		for (pp = &a->node->anchors; *pp; pp = &(*pp)->next) {
+			if (*pp == a) {
+				*pp = a->next;
+				fcache_pinned(c, a->node);
+				break;
+			}
+		}
+		strref_put(a->report);
+		kwatch_fs_release(w, t->holds[i], park);
+	}
+	w->trees.fan.nanchors -= t->linked ? t->nanchors : 0;
+	t->nanchors = 0;
+}
+
+static void tree_free_mem(struct fantree *t)
+{
+	strref_put(t->view_path);
+	mem_free(t->anchors);
+	mem_free(t->holds);
+	mem_free(t);
+}
+
+/*
+ * One anchor of t: hold the filesystem mark of (dirfd, path), and place
+ * the directory in its view. 1: not possible here (the walk must do it).
+ */
+static int anchor_make(struct fsnw *w, struct fantree *t, int dirfd, const char *path,
+		       uint32_t flags, struct strref *report, bool *older)
+{
+	struct fanchor *a = &t->anchors[t->nanchors];
+	struct fview *v;
+	struct fnode *n;
+	struct kkey key;
+	bool o = false;
+	int ret;
+
+	ret = kwatch_fs_hold(w, dirfd, path, t->lw->mask | FANTREE_KMASK, flags, &key,
+			     &t->holds[t->nanchors], &o);
+	if (ret == -EOPNOTSUPP)
+		return 1;
+	if (ret < 0)
+		return ret;
+	ret = view_of(w, &key, &v);
+	if (ret == 0)
+		ret = resolve(w, v, key.bytes, key.len, &n);
+	if (ret == 0 && n->state != FN_LINKED)
+		ret = 1; /* its view's mount does not show it */
+	if (ret < 0 && ret != -ENOMEM)
+		ret = 1;
+	if (ret) {
+		kwatch_fs_release(w, t->holds[t->nanchors], false);
+		return ret;
+	}
+	*older |= o;
+	a->node = n;
+	a->owner = t;
+	a->report = strref_get(report);
+	a->next = NULL;
+	t->nanchors++;
+	return 0;
+}
+
+/* Anchors for the filesystems mounted below the tree's directory. */
+static int anchor_mounts(struct fsnw *w, struct fantree *t, const char *abs, size_t len,
+			 dev_t root_dev, bool *older)
+{
+	struct below_mounts ms = { 0 };
+	size_t skip = len == 1 ? 0 : len;
+	int ret;
+
+	ret = mountinfo_below(abs, len, collect_mount, &ms, &w->st.sys_other);
+	if (ret == 0 && ms.n) {
+		struct fanchor *a = mem_realloc(t->anchors, (1 + ms.n) * sizeof(*a));
+		struct kwatch **h = a ? mem_realloc(t->holds, (1 + ms.n) * sizeof(*h)) : NULL;
+
+		if (a)
+			t->anchors = a;
+		if (h)
+			t->holds = h;
+		if (!a || !h)
+			ret = -ENOMEM;
+	}
+	for (size_t i = 0; ret == 0 && i < ms.n; i++) {
+		struct strref *m = ms.path[i], *report;
+		struct fanchor *a;
+
+		if ((t->lw->flags & FSNW_WATCH_ONE_FS) && ms.dev[i] != root_dev)
+			continue;
+		report = strref_join(t->lw->path, m->s + skip + 1, m->len - skip - 1);
+		if (!report) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = anchor_make(w, t, AT_FDCWD, m->s, FSNW_WATCH_DONT_FOLLOW, report, older);
+		strref_put(report);
+		/* A mount this cannot watch: the walk copes with it its own way. */
+		if (ret < 0 && ret != -ENOMEM)
+			ret = 1;
+		if (ret)
+			break;
+		/* A bind mount of a directory already in the tree: it is
+		 * reported once, at its own place. */
+		a = &t->anchors[t->nanchors - 1];
+		if (fcache_below(t->anchors[0].node, a->node)) {
+			strref_put(a->report);
+			kwatch_fs_release(w, t->holds[--t->nanchors], false);
+		}
+	}
+	below_mounts_free(&ms);
+	return ret;
+}
+
+int fantree_add(struct fsnw *w, struct watch *lw, struct fantree **out)
+{
+	struct fantrees *ft = &w->trees.fan;
+	char abs[PATH_MAX];
+	struct fantree *t;
+	struct stat st;
+	bool older = false;
+	ssize_t n;
+	int fd, ret;
+
+	if (!w->be->mount_fd || !w->be->cover)
+		return 1;
+	/* The directory itself, once: everything below is learnt through it,
+	 * not through its path, which may change. */
+	fd = openat(AT_FDCWD, lw->path->s, O_PATH | O_DIRECTORY | O_CLOEXEC |
+		    (lw->flags & FSNW_WATCH_DONT_FOLLOW ? O_NOFOLLOW : 0));
+	w->st.sys_other++;
+	if (fd < 0)
+		return -errno;
+	n = fd_path(w, fd, abs, sizeof(abs));
+	w->st.sys_other++; /* the fstat */
+	/* No /proc to name directories with: the walk can do without. */
+	ret = n < 0 ? 1 : fstat(fd, &st) < 0 ? -errno : 0;
+	t = ret ? NULL : mem_zalloc(sizeof(*t));
+	if (!ret && t) {
+		t->lw = lw;
+		t->anchors = mem_zalloc(sizeof(*t->anchors));
+		t->holds = mem_zalloc(sizeof(*t->holds));
+	}
+	if (!ret && (!t || !t->anchors || !t->holds))
+		ret = -ENOMEM;
+	if (!ret)
+		ret = anchor_make(w, t, fd, ".", 0, lw->path, &older);
+	close_counted(w, fd);
+	if (!ret)
+		ret = anchor_mounts(w, t, abs, (size_t)n, st.st_dev, &older);
+	if (!ret) {
+		t->view_path = fcache_view_path(&ft->cache, t->anchors[0].node);
+		if (!t->view_path)
+			ret = -ENOMEM;
+	}
+	if (ret) {
+		if (t) {
+			anchors_drop(w, t, false);
+			tree_free_mem(t);
+		}
+		return ret;
+	}
+	for (size_t i = 0; i < t->nanchors; i++) {
+		struct fanchor *a = &t->anchors[i];
+
+		a->next = a->node->anchors;
+		a->node->anchors = a;
+		fcache_pinned(&ft->cache, a->node);
+	}
+	t->linked = true;
+	ft->nanchors += t->nanchors;
+	list_init(&t->ended_node);
+	list_add_tail(&t->node, &ft->all);
+	if (older) {
+		t->armed_seq = NOT_ARMED;
+		ft->npending++;
+	} else {
+		t->armed_seq = ft->seq;
+	}
+	*out = t;
+	return 0;
+}
+
+static void tree_unlink(struct fantrees *ft, struct fantree *t)
+{
+	list_del(&t->node);
+	list_del(&t->ended_node);
+	if (t->armed_seq == NOT_ARMED)
+		ft->npending--;
+}
+
+/* The last tree went: what the cache knew serves nobody. */
+static void maybe_reset(struct fantrees *ft)
+{
+	if (!list_empty(&ft->all))
+		return;
+	batch_free(ft);
+	fcache_fini(&ft->cache);
+	fcache_init(&ft->cache, ft->cache.max);
+}
+
+void fantree_remove(struct fsnw *w, struct fantree *t, bool park)
+{
+	struct fantrees *ft = &w->trees.fan;
+
+	tree_unlink(ft, t);
+	anchors_drop(w, t, park);
+	tree_free_mem(t);
+	maybe_reset(ft);
+}
+
+void fantree_free(struct fantree *t)
+{
+	/* The kernel-watch table is gone already: the holds are not ours to
+	 * give back, and the cache, whose nodes point to the anchors, goes
+	 * next without looking at them (fantrees_fini). */
+	for (size_t i = 0; i < t->nanchors; i++)
+		strref_put(t->anchors[i].report);
+	tree_free_mem(t);
+}
