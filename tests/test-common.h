@@ -114,6 +114,13 @@ struct view {
 	uint32_t cookie;
 	char from[PATH_MAX];
 	int rescans;
+	/* Directories moved in, as listed. With relist (a backend that does
+	 * not read them, libfsnwatch(7) "Moves"), each is listed again at
+	 * every later MOVED_TO that carries it: the first listing answered
+	 * for when it was made, and a rename may have overtaken it. */
+	bool relist;
+	char **listed;
+	int nlisted;
 };
 /* Start from what the tree holds now. */
 void view_init(struct view *v, const char *root);
