@@ -815,70 +815,37 @@ bool fantrees_after_drain(struct fsnw *w)
 
 /* ---- adding and removing trees ---- */
 
-struct below_mounts {
-	struct strref **path;
-	dev_t *dev;
-	size_t n, cap;
-};
-
-static int collect_mount(void *arg, const struct mountinfo_entry *m)
+/* Put t's anchors in their nodes, or take them out (link false). */
+static void anchors_link(struct fantrees *ft, struct fantree *t, bool link)
 {
-	struct below_mounts *ms = arg;
+	for (size_t i = 0; i < t->nanchors; i++) {
+		struct fanchor *a = &t->anchors[i], **pp;
 
-	/* A mount stacked on the same point hides the one below: keep the top. */
-	for (size_t i = 0; i < ms->n; i++) {
-		if (ms->path[i]->len == m->len && !memcmp(ms->path[i]->s, m->path, m->len)) {
-			ms->dev[i] = m->dev;
-			return 0;
+		if (link) {
+			a->next = a->node->anchors;
+			a->node->anchors = a;
+		} else {
+			for (pp = &a->node->anchors; *pp != a; pp = &(*pp)->next)
+				;
+			*pp = a->next;
 		}
+		fcache_pinned(&ft->cache, a->node);
 	}
-	if (ms->n == ms->cap) {
-		size_t cap = ms->cap ? ms->cap * 2 : 8;
-		struct strref **p = mem_realloc(ms->path, cap * sizeof(*p));
-		dev_t *d;
-
-		if (!p)
-			return -ENOMEM;
-		ms->path = p;
-		d = mem_realloc(ms->dev, cap * sizeof(*d));
-		if (!d)
-			return -ENOMEM;
-		ms->dev = d;
-		ms->cap = cap;
-	}
-	ms->path[ms->n] = strref_new(m->path, m->len);
-	if (!ms->path[ms->n])
-		return -ENOMEM;
-	ms->dev[ms->n++] = m->dev;
-	return 0;
-}
-
-static void below_mounts_free(struct below_mounts *ms)
-{
-	for (size_t i = 0; i < ms->n; i++)
-		strref_put(ms->path[i]);
-	mem_free(ms->path);
-	mem_free(ms->dev);
+	if (link)
+		ft->nanchors += t->nanchors;
+	else
+		ft->nanchors -= t->nanchors;
+	t->linked = link;
 }
 
 static void anchors_drop(struct fsnw *w, struct fantree *t, bool park)
 {
-	struct fcache *c = &w->trees.fan.cache;
-
+	if (t->linked)
+		anchors_link(&w->trees.fan, t, false);
 	for (size_t i = 0; i < t->nanchors; i++) {
-		struct fanchor *a = &t->anchors[i], **pp;
-
-		for (pp = &a->node->anchors; *pp; pp = &(*pp)->next) {
-			if (*pp == a) {
-				*pp = a->next;
-				fcache_pinned(c, a->node);
-				break;
-			}
-		}
-		strref_put(a->report);
+		strref_put(t->anchors[i].report);
 		kwatch_fs_release(w, t->holds[i], park);
 	}
-	w->trees.fan.nanchors -= t->linked ? t->nanchors : 0;
 	t->nanchors = 0;
 }
 
@@ -930,53 +897,82 @@ static int anchor_make(struct fsnw *w, struct fantree *t, int dirfd, const char 
 	return 0;
 }
 
-/* Anchors for the filesystems mounted below the tree's directory. */
-static int anchor_mounts(struct fsnw *w, struct fantree *t, const char *abs, size_t len,
-			 dev_t root_dev, bool *older)
+/* Room for one more anchor (t's anchors not in their nodes). */
+static int anchors_grow(struct fantree *t)
 {
-	struct below_mounts ms = { 0 };
-	size_t skip = len == 1 ? 0 : len;
+	struct fanchor *a = mem_realloc(t->anchors, (t->nanchors + 1) * sizeof(*a));
+	struct kwatch **h;
+
+	if (!a)
+		return -ENOMEM;
+	t->anchors = a;
+	h = mem_realloc(t->holds, (t->nanchors + 1) * sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	t->holds = h;
+	return 0;
+}
+
+/*
+ * An anchor for the mount m below the tree's directory, whose path is root
+ * (rlen bytes) in this process. 1: a mount this cannot watch.
+ */
+static int anchor_mount(struct fsnw *w, struct fantree *t, const char *root, size_t rlen,
+			const struct mount_entry *m, bool *older)
+{
+	const struct strref *base = t->anchors[0].report;
+	size_t skip;
+	struct strref *report;
 	int ret;
 
-	ret = mountinfo_below(abs, len, collect_mount, &ms, &w->st.sys_other);
-	if (ret == 0 && ms.n) {
-		struct fanchor *a = mem_realloc(t->anchors, (1 + ms.n) * sizeof(*a));
-		struct kwatch **h = a ? mem_realloc(t->holds, (1 + ms.n) * sizeof(*h)) : NULL;
-
-		if (a)
-			t->anchors = a;
-		if (h)
-			t->holds = h;
-		if (!a || !h)
-			ret = -ENOMEM;
+	while (rlen > 1 && root[rlen - 1] == '/')
+		rlen--;
+	skip = rlen == 1 ? 0 : rlen;
+	if ((t->lw->flags & FSNW_WATCH_ONE_FS) && m->dev != t->dev)
+		return 0;
+	ret = anchors_grow(t);
+	report = ret ? NULL : strref_join(base, m->path + skip + 1, m->len - skip - 1);
+	if (!report)
+		return -ENOMEM;
+	ret = anchor_make(w, t, AT_FDCWD, m->path, FSNW_WATCH_DONT_FOLLOW, report, older);
+	strref_put(report);
+	if (ret < 0 && ret != -ENOMEM)
+		ret = 1;
+	if (ret)
+		return ret;
+	/* A bind mount of a directory already in the tree: it is reported
+	 * once, at its own place. */
+	if (fcache_below(t->anchors[0].node, t->anchors[t->nanchors - 1].node)) {
+		strref_put(t->anchors[t->nanchors - 1].report);
+		kwatch_fs_release(w, t->holds[--t->nanchors], false);
 	}
-	for (size_t i = 0; ret == 0 && i < ms.n; i++) {
-		struct strref *m = ms.path[i], *report;
-		struct fanchor *a;
+	return 0;
+}
 
-		if ((t->lw->flags & FSNW_WATCH_ONE_FS) && ms.dev[i] != root_dev)
-			continue;
-		report = strref_join(t->lw->path, m->s + skip + 1, m->len - skip - 1);
-		if (!report) {
-			ret = -ENOMEM;
-			break;
-		}
-		ret = anchor_make(w, t, AT_FDCWD, m->s, FSNW_WATCH_DONT_FOLLOW, report, older);
-		strref_put(report);
-		/* A mount this cannot watch: the walk copes with it its own way. */
-		if (ret < 0 && ret != -ENOMEM)
-			ret = 1;
-		if (ret)
-			break;
-		/* A bind mount of a directory already in the tree: it is
-		 * reported once, at its own place. */
-		a = &t->anchors[t->nanchors - 1];
-		if (fcache_below(t->anchors[0].node, a->node)) {
-			strref_put(a->report);
-			kwatch_fs_release(w, t->holds[--t->nanchors], false);
-		}
+/* Is the mount at i hidden by one stacked on the same point after it? */
+static bool stacked_over(const struct mount_table *tab, size_t i)
+{
+	for (size_t j = i + 1; j < tab->n; j++)
+		if (tab->e[j].len == tab->e[i].len && !memcmp(tab->e[j].path, tab->e[i].path,
+							      tab->e[i].len))
+			return true;
+	return false;
+}
+
+/* Anchors for the filesystems mounted below the tree's directory. */
+static int anchor_mounts(struct fsnw *w, struct fantree *t, const char *abs, size_t len,
+			 bool *older)
+{
+	struct mount_table tab;
+	int ret = mountinfo_read(-1, &tab, &w->st.sys_other);
+
+	for (size_t i = 0; ret == 0 && i < tab.n; i++) {
+		const struct mount_entry *m = &tab.e[i];
+
+		if (mountinfo_below(m->path, m->len, abs, len) && !stacked_over(&tab, i))
+			ret = anchor_mount(w, t, abs, len, m, older);
 	}
-	below_mounts_free(&ms);
+	mountinfo_free(&tab);
 	return ret;
 }
 
@@ -1014,8 +1010,10 @@ int fantree_add(struct fsnw *w, struct watch *lw, struct fantree **out)
 	if (!ret)
 		ret = anchor_make(w, t, fd, ".", 0, lw->path, &older);
 	close_counted(w, fd);
-	if (!ret)
-		ret = anchor_mounts(w, t, abs, (size_t)n, st.st_dev, &older);
+	if (!ret) {
+		t->dev = st.st_dev;
+		ret = anchor_mounts(w, t, abs, (size_t)n, &older);
+	}
 	if (!ret) {
 		t->view_path = fcache_view_path(&ft->cache, t->anchors[0].node);
 		if (!t->view_path)
@@ -1028,15 +1026,7 @@ int fantree_add(struct fsnw *w, struct watch *lw, struct fantree **out)
 		}
 		return ret;
 	}
-	for (size_t i = 0; i < t->nanchors; i++) {
-		struct fanchor *a = &t->anchors[i];
-
-		a->next = a->node->anchors;
-		a->node->anchors = a;
-		fcache_pinned(&ft->cache, a->node);
-	}
-	t->linked = true;
-	ft->nanchors += t->nanchors;
+	anchors_link(ft, t, true);
 	list_init(&t->ended_node);
 	list_add_tail(&t->node, &ft->all);
 	if (older) {

@@ -100,6 +100,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "fancache.h"
 #include "list.h"
@@ -123,6 +124,7 @@ struct fantree {
 	struct strref *view_path; /* the directory's path in its view at the add */
 	uint64_t armed_seq;       /* events numbered below this are older than the tree */
 	uint64_t mark;            /* the last delivery that reached it */
+	dev_t dev;                /* the device of its directory (FSNW_WATCH_ONE_FS) */
 	bool linked;              /* its anchors are in their nodes */
 	bool ended;               /* its directory went: ended after the drain */
 	struct list ended_node;

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,29 +10,27 @@
 #include "mem.h"
 #include "mountinfo.h"
 
+#define MOUNTINFO "/proc/self/mountinfo"
+
 /* The whole file: /proc files have no size to ask for, so read until EOF. */
-static int read_all(char **out, size_t *len, uint64_t *calls)
+static int read_all(int fd, char **out, size_t *len, uint64_t *calls)
 {
 	size_t cap = 16384, n = 0;
 	char *buf = mem_alloc(cap), *p;
-	int fd, err = 0;
 
 	if (!buf)
 		return -ENOMEM;
-	fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
 	++*calls;
-	if (fd < 0) {
-		mem_free(buf);
-		return -errno;
-	}
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		goto fail;
 	for (;;) {
 		ssize_t r;
 
 		if (n + 1 >= cap) {
 			p = mem_realloc(buf, cap * 2);
 			if (!p) {
-				err = -ENOMEM;
-				break;
+				errno = ENOMEM;
+				goto fail;
 			}
 			buf = p;
 			cap *= 2;
@@ -42,22 +39,19 @@ static int read_all(char **out, size_t *len, uint64_t *calls)
 		++*calls;
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0) {
-			err = r < 0 ? -errno : 0;
+		if (r < 0)
+			goto fail;
+		if (r == 0)
 			break;
-		}
 		n += (size_t)r;
-	}
-	close(fd);
-	++*calls;
-	if (err) {
-		mem_free(buf);
-		return err;
 	}
 	buf[n] = '\0';
 	*out = buf;
 	*len = n;
 	return 0;
+fail:
+	mem_free(buf);
+	return -errno;
 }
 
 /* Undo mountinfo's octal escapes (\040 for a space, ...) in place. */
@@ -77,7 +71,7 @@ static size_t unescape(char *s, size_t len)
 	return o;
 }
 
-/* The nth space-separated field of line (0-based), cut out in place. */
+/* The nth space-separated field of line (0-based), and its length. */
 static char *field(char *line, int nth, size_t *len)
 {
 	char *p = line;
@@ -92,46 +86,91 @@ static char *field(char *line, int nth, size_t *len)
 	return p;
 }
 
-int mountinfo_below(const char *dir, size_t len, int (*fn)(void *arg,
-			const struct mountinfo_entry *m), void *arg, uint64_t *calls)
+/* "ID PARENT MAJ:MIN ROOT POINT ..." per line; the line is cut up in place. */
+static bool parse_line(char *line, struct mount_entry *m)
 {
-	char *buf = NULL, *line, *next;
-	size_t n = 0;
-	int ret;
+	unsigned maj, min;
+	size_t flen;
+	char *f;
 
-	while (len > 1 && dir[len - 1] == '/')
-		len--;
-	ret = read_all(&buf, &n, calls);
-	if (ret < 0)
-		return ret;
-	for (line = buf; ret == 0 && line < buf + n; line = next) {
-		struct mountinfo_entry m;
-		unsigned maj, min;
-		size_t flen;
-		char *f;
+	if (sscanf(line, "%llu", (unsigned long long *)&m->id) != 1)
+		return false;
+	f = field(line, 2, &flen);
+	if (!f || sscanf(f, "%u:%u", &maj, &min) != 2)
+		return false;
+	f = field(line, 4, &flen);
+	if (!f)
+		return false;
+	m->len = unescape(f, flen);
+	f[m->len] = '\0';
+	m->path = f;
+	m->dev = makedev(maj, min);
+	return true;
+}
 
+static int parse(char *buf, size_t n, struct mount_table *t)
+{
+	size_t cap = 0;
+	char *line, *next;
+
+	for (line = buf; line < buf + n; line = next) {
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
 		else
 			next = buf + n;
-		/* id parent major:minor root mount-point ... */
-		f = field(line, 2, &flen);
-		if (!f || sscanf(f, "%u:%u", &maj, &min) != 2)
-			continue;
-		f = field(line, 4, &flen);
-		if (!f)
-			continue;
-		flen = unescape(f, flen);
-		/* Strictly below dir ("/" holds every other mount point). */
-		if (flen <= len || memcmp(f, dir, len) || (len > 1 && f[len] != '/'))
-			continue;
-		f[flen] = '\0';
-		m.path = f;
-		m.len = flen;
-		m.dev = makedev(maj, min);
-		ret = fn(arg, &m);
+		if (t->n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct mount_entry *e = mem_realloc(t->e, ncap * sizeof(*e));
+
+			if (!e)
+				return -ENOMEM;
+			t->e = e;
+			cap = ncap;
+		}
+		if (parse_line(line, &t->e[t->n]))
+			t->n++;
 	}
-	mem_free(buf);
+	return 0;
+}
+
+int mountinfo_read(int fd, struct mount_table *t, uint64_t *calls)
+{
+	int own = fd < 0 ? open(MOUNTINFO, O_RDONLY | O_CLOEXEC) : -1;
+	size_t n = 0;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	if (fd < 0) {
+		++*calls;
+		if (own < 0)
+			return -errno;
+		fd = own;
+	}
+	ret = read_all(fd, &t->buf, &n, calls);
+	if (own >= 0) {
+		close(own);
+		++*calls;
+	}
+	if (ret == 0)
+		ret = parse(t->buf, n, t);
+	if (ret < 0)
+		mountinfo_free(t);
 	return ret;
+}
+
+void mountinfo_free(struct mount_table *t)
+{
+	mem_free(t->e);
+	mem_free(t->buf);
+	memset(t, 0, sizeof(*t));
+}
+
+bool mountinfo_below(const char *p, size_t plen, const char *dir, size_t dlen)
+{
+	while (dlen > 1 && dir[dlen - 1] == '/')
+		dlen--;
+	if (dlen == 1 && dir[0] == '/')
+		return plen > 1 && p[0] == '/';
+	return plen > dlen && !memcmp(p, dir, dlen) && p[dlen] == '/';
 }

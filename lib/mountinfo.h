@@ -1,29 +1,40 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The mounts below a directory, from /proc/self/mountinfo: what a tree that
- * does not walk needs to know about the filesystems mounted inside it.
+ * /proc/self/mountinfo, parsed: the one reader of the mount table, for the
+ * trees that follow mounts (mounts.c) and the fanotify trees that anchor
+ * the filesystems mounted inside them (fantree.c).
  */
 #ifndef FSNW_MOUNTINFO_H
 #define FSNW_MOUNTINFO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-/* One mount, as fn sees it: its mount point (unescaped) and device. */
-struct mountinfo_entry {
-	const char *path;
+/* One mount. */
+struct mount_entry {
+	uint64_t id;      /* the mount's id: a point mounted again is a new mount */
+	dev_t dev;        /* the device of its filesystem */
+	const char *path; /* the mount point, unescaped, NUL-terminated */
 	size_t len;
-	dev_t dev;
+};
+
+struct mount_table {
+	struct mount_entry *e; /* in the file's order: the top of a stack last */
+	size_t n;
+	char *buf;             /* the text the paths point into */
 };
 
 /*
- * Call fn for every mount point strictly below dir (an absolute path as
- * /proc shows it), in mount order, the topmost of a stack last. fn returns
- * 0 to go on, or -errno to stop with it. Returns 0 or -errno; *reads counts
- * the system calls made.
+ * Read the table: from fd (from its start), or from a fresh open of
+ * /proc/self/mountinfo when fd < 0. Returns 0 or -errno; *calls counts the
+ * system calls made.
  */
-int mountinfo_below(const char *dir, size_t len, int (*fn)(void *arg,
-			const struct mountinfo_entry *m), void *arg, uint64_t *calls);
+int mountinfo_read(int fd, struct mount_table *t, uint64_t *calls);
+void mountinfo_free(struct mount_table *t);
+
+/* Is the path p (plen bytes) strictly below the directory dir? */
+bool mountinfo_below(const char *p, size_t plen, const char *dir, size_t dlen);
 
 #endif

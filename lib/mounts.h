@@ -19,19 +19,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct fsnw_stats;
+#include "mountinfo.h"
 
-struct mount_point {
-	uint64_t id;   /* the mount's id: a point mounted again is a new mount */
-	char *path;    /* the mount point, unescaped */
-};
+struct fsnw_stats;
 
 struct mounts {
 	int poll_fd;   /* -1 until mounts_open */
 	int check_fd;
 	bool stale;    /* the last reading failed: read again at the next check */
-	struct mount_point *pts; /* sorted by id */
-	size_t n;
+	struct mount_table tab; /* the last reading, sorted by mount id */
 };
 
 void mounts_init(struct mounts *m);
@@ -39,13 +35,13 @@ void mounts_init(struct mounts *m);
 int mounts_open(struct mounts *m, struct fsnw_stats *st);
 void mounts_close(struct mounts *m);
 
-typedef void (*mount_fn)(void *arg, const char *path);
+/* A mount that appeared (or went, appeared false). */
+typedef void (*mount_fn)(void *arg, const struct mount_entry *m, bool appeared);
 
 /*
- * If the table changed since the last call, read it and call fn with the
- * mount point of each mount that appeared or went. Returns how many there
- * were, or -errno when the table could not be read (it is read again at
- * the next call).
+ * If the table changed since the last call, read it and call fn for each
+ * mount that appeared or went. Returns how many there were, or -errno when
+ * the table could not be read (it is read again at the next call).
  */
 int mounts_check(struct mounts *m, mount_fn fn, void *arg, struct fsnw_stats *st);
 

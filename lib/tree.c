@@ -873,14 +873,6 @@ static bool parent_linked(const struct tree *t, const struct strref *p)
 	return tree_find_link(t, p->s, len) != NULL;
 }
 
-/* Is p (plen bytes) strictly below the directory dir? */
-static bool dir_holds(const char *p, size_t plen, const char *dir, size_t dlen)
-{
-	if (dlen == 1 && dir[0] == '/')
-		return plen > 1 && p[0] == '/';
-	return plen > dlen && !memcmp(p, dir, dlen) && p[dlen] == '/';
-}
-
 /*
  * A mount appeared or went at point. Inside a tree, what that path holds
  * changed wholesale, without events: the tree forgets what it had there,
@@ -888,11 +880,12 @@ static bool dir_holds(const char *p, size_t plen, const char *dir, size_t dlen)
  * above a tree's root, the root path may now lead elsewhere: a tree whose
  * root is not there any more ends.
  */
-static void mount_changed(void *arg, const char *point)
+static void mount_changed(void *arg, const struct mount_entry *m, bool appeared)
 {
 	struct fsnw *w = arg;
 	struct trees *ts = &w->trees;
-	size_t plen = strlen(point);
+	const char *point = m->path;
+	size_t plen = m->len;
 	struct list *pos;
 
 	for (pos = ts->all.next; pos != &ts->all; pos = pos->next) {
@@ -903,8 +896,8 @@ static void mount_changed(void *arg, const char *point)
 
 		if (!c || t->ending)
 			continue;
-		if (!dir_holds(point, plen, c->s, c->len)) {
-			bool above = dir_holds(c->s, c->len, point, plen) ||
+		if (!mountinfo_below(point, plen, c->s, c->len)) {
+			bool above = mountinfo_below(c->s, c->len, point, plen) ||
 				     (plen == c->len && !memcmp(point, c->s, plen));
 
 			if (above && !root_still_there(w, t))
