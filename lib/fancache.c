@@ -663,6 +663,9 @@ static void forget_one(struct hnode *hn, void *arg)
 	if (n->state == FN_LINKED && !n->view_root) {
 		leave_parent(c, n);
 		n->state = FN_DETACHED;
+	} else if (n->state == FN_OUTVIEW) {
+		/* What the view's mount shows may have changed too. */
+		n->state = FN_DETACHED;
 	}
 }
 

@@ -61,6 +61,7 @@ struct fanchor {
 	struct fnode *node;
 	void *owner;           /* the tree */
 	struct strref *report; /* the path events at node report */
+	uint64_t mnt_id;       /* the mount below the tree it stands for; 0: the tree's own */
 };
 
 enum fnode_state {
@@ -240,8 +241,9 @@ static inline void fcache_trim(struct fcache *c)
 		fcache_trim_now(c);
 }
 
-/* Forget where everything is (events were lost): every linked node but the
- * views' roots is detached, to be placed again when met. */
+/* Forget where everything is (events were lost, mounts changed): every
+ * linked node but the views' roots, and every node outside its view, is
+ * detached, to be placed again when met. */
 void fcache_forget(struct fcache *c);
 
 #endif

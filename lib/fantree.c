@@ -930,6 +930,9 @@ static int anchor_mount(struct fsnw *w, struct fantree *t, const char *root, siz
 	skip = rlen == 1 ? 0 : rlen;
 	if ((t->lw->flags & FSNW_WATCH_ONE_FS) && m->dev != t->dev)
 		return 0;
+	for (size_t i = 1; i < t->nanchors; i++)
+		if (t->anchors[i].mnt_id == m->id)
+			return 0; /* met already */
 	ret = anchors_grow(t);
 	report = ret ? NULL : strref_join(base, m->path + skip + 1, m->len - skip - 1);
 	if (!report)
@@ -940,6 +943,7 @@ static int anchor_mount(struct fsnw *w, struct fantree *t, const char *root, siz
 		ret = 1;
 	if (ret)
 		return ret;
+	t->anchors[t->nanchors - 1].mnt_id = m->id;
 	/* A bind mount of a directory already in the tree: it is reported
 	 * once, at its own place. */
 	if (fcache_below(t->anchors[0].node, t->anchors[t->nanchors - 1].node)) {
@@ -974,6 +978,46 @@ static int anchor_mounts(struct fsnw *w, struct fantree *t, const char *abs, siz
 	}
 	mountinfo_free(&tab);
 	return ret;
+}
+
+/* The anchor at i goes (t's anchors not in their nodes). */
+static void anchor_unmake(struct fsnw *w, struct fantree *t, size_t i)
+{
+	strref_put(t->anchors[i].report);
+	kwatch_fs_release(w, t->holds[i], false);
+	t->nanchors--;
+	memmove(&t->anchors[i], &t->anchors[i + 1], (t->nanchors - i) * sizeof(*t->anchors));
+	memmove(&t->holds[i], &t->holds[i + 1], (t->nanchors - i) * sizeof(*t->holds));
+}
+
+void fantree_mount(struct fsnw *w, struct fantree *t, const struct mount_entry *m,
+		   bool appeared)
+{
+	struct fantrees *ft = &w->trees.fan;
+	const struct strref *root = t->view_path;
+	bool older = false;
+
+	if (t->ended || !t->linked || !mountinfo_below(m->path, m->len, root->s, root->len))
+		return;
+	/* What that path holds changed wholesale, without events; where the
+	 * directories near it are, as the view's mount shows them, too. */
+	place_batch(w, false);
+	handle_overflow(w, OVERFLOW_MOUNT);
+	fcache_forget(&ft->cache);
+	anchors_link(ft, t, false);
+	if (appeared) {
+		/* A mount this cannot watch is left out: the overflow said so. */
+		(void)anchor_mount(w, t, root->s, root->len, m, &older);
+	} else {
+		for (size_t i = 1; i < t->nanchors; i++) {
+			if (t->anchors[i].mnt_id == m->id) {
+				anchor_unmake(w, t, i);
+				break;
+			}
+		}
+	}
+	anchors_link(ft, t, true);
+	fcache_invalidate(&ft->cache);
 }
 
 int fantree_add(struct fsnw *w, struct watch *lw, struct fantree **out)

@@ -81,8 +81,11 @@
  * the mounts below the tree's directory are read from /proc/self/mountinfo:
  * each gets an anchor (and, for another filesystem, that filesystem's mark)
  * that reports its events under its mount point in the tree, unless
- * FSNW_WATCH_ONE_FS leaves other filesystems out. Mounts made after the add
- * are not followed. Where this cannot work (a filesystem without
+ * FSNW_WATCH_ONE_FS leaves other filesystems out. Mounts made or taken away
+ * below the directory later are followed as the trees' mount table reports
+ * them (mounts.c): an anchor made or dropped, every place forgotten (the
+ * view's mount shows other directories now), and FSNW_OVERFLOW, since what
+ * the path holds changed without events. Where this cannot work (a filesystem without
  * filesystem marks, a tree the view's mount does not show) the add falls
  * back to the walk (tree.c), whose directories are covered one by one.
  *
@@ -110,6 +113,7 @@ struct watch;
 struct kevent;
 struct kwatch;
 struct fentry;
+struct mount_entry;
 
 /* Kernel mask a tree needs besides the caller's, to keep its cache right. */
 #define FANTREE_KMASK (FSNW_CREATE | FSNW_DELETE | FSNW_MOVED_FROM | FSNW_MOVED_TO | \
@@ -172,6 +176,14 @@ bool fantree_event(struct fsnw *w, const struct kevent *ev, bool plain);
 void fantree_settle(struct fsnw *w);
 /* A kernel overflow was read: place the batch, then forget every place. */
 void fantree_overflow(struct fsnw *w);
+/*
+ * A mount appeared at m (or went: appeared false), as the trees' mount
+ * table says (tree.c). Below t's directory: FSNW_OVERFLOW (what the path
+ * holds changed without events), every place forgotten, and an anchor made
+ * for the new mount, or the gone one's taken away.
+ */
+void fantree_mount(struct fsnw *w, struct fantree *t, const struct mount_entry *m,
+		   bool appeared);
 /* A tree whose directory went, for the router to end; *pending: it was
  * never armed (its add fails). NULL when none. */
 struct watch *fantree_pop_ended(struct fantrees *ft, bool *pending);

@@ -412,6 +412,10 @@ int tree_add(struct fsnw *w, struct watch *lw)
 	lw->tree = t;
 	/* On fanotify, where it can, a tree needs no walk (fantree.h): 0, it
 	 * is set up; 1, it walks as on inotify. */
+	/* Mounts made from now on are followed (before the table is read for
+	 * the tree). Without /proc, they are not (libfsnwatch(7)). */
+	if (ts->mounts.check_fd < 0)
+		(void)mounts_open(&ts->mounts, &w->st);
 	kwatch_hold_lock(&w->kwatches, true); /* as a walk: the tree is half made */
 	ret = fantree_add(w, lw, &t->fan);
 	kwatch_hold_lock(&w->kwatches, false);
@@ -429,9 +433,6 @@ int tree_add(struct fsnw *w, struct watch *lw)
 		tree_remove(w, lw, false);
 		return ret < 0 ? ret : -ENOMEM;
 	}
-	/* Without /proc, mounts below trees are not followed (libfsnwatch(7)). */
-	if (ts->mounts.check_fd < 0)
-		(void)mounts_open(&ts->mounts, &w->st);
 	t->adding = wk;
 	list_add_tail(&wk->node, &ts->walks);
 	/*
@@ -894,6 +895,10 @@ static void mount_changed(void *arg, const struct mount_entry *m, bool appeared)
 		size_t clen;
 		struct strref *p;
 
+		if (t->fan) {
+			fantree_mount(w, t->fan, m, appeared);
+			continue;
+		}
 		if (!c || t->ending)
 			continue;
 		if (!mountinfo_below(point, plen, c->s, c->len)) {
