@@ -4,7 +4,11 @@
  * it (every path below the root and whether it is a directory), the way
  * fsnw-tree does: events keep it, a directory moved in is listed, and an
  * overflow, or an event the view cannot place, makes it list the whole tree
- * again. The view is a tree of nodes, so that removing or moving a subtree
+ * again. A directory moved in is listed again at every later rename that
+ * carries it until a read comes back empty: the listing answered for when
+ * it was made, and a rename the reader had not read yet may have overtaken
+ * it (a fanotify tree reads no directory to put that right;
+ * libfsnwatch(7), "Moves"). The view is a tree of nodes, so that removing or moving a subtree
  * costs the subtree, not the view.
  *
  * Commands on stdin, one a line:
@@ -37,12 +41,17 @@ struct node {
 	struct node *child, *next, *prev; /* children, doubly linked */
 	struct node *hnext;               /* hash chain, keyed by (parent, name) */
 	bool dir;
+	uint32_t listed;                  /* moved in and listed in this generation */
 	char name[];
 };
 
 static struct node **table;
 static size_t nbuckets = 1 << 16, nnodes;
 static struct node *root;
+/* Listings of directories moved in that a rename may have overtaken: those
+ * made since the last empty read (a new generation starts there). */
+static uint32_t listed_gen = 1;
+static size_t nlisted;
 static const char *root_path;
 static size_t root_len;
 
@@ -231,6 +240,30 @@ static void scan(struct node *n, const char *path)
 	closedir(d);
 }
 
+/* Does n, or a directory below it, hold a listing a rename may have overtaken? */
+static bool holds_listed(const struct node *n)
+{
+	if (n->listed == listed_gen)
+		return true;
+	for (const struct node *c = n->child; c; c = c->next)
+		if (c->dir && holds_listed(c))
+			return true;
+	return false;
+}
+
+/* List n at path again, in place of what the view had there. */
+static void relist(struct node *n, const char *path)
+{
+	while (n->child) {
+		struct node *c = n->child;
+
+		link_out(c);
+		free_subtree(c);
+	}
+	scan(n, path);
+	n->listed = listed_gen;
+}
+
 static void rescan(void)
 {
 	phase.rescans++;
@@ -278,13 +311,18 @@ static bool apply(const struct fsnw_event *ev)
 		if ((ev->mask & FSNW_MOVED_TO) && moved && ev->cookie == moved_cookie) {
 			remove_child(dir, ev->name);
 			link_in(moved, dir); /* renamed() gave it the new name */
+			if (nlisted && holds_listed(moved)) {
+				snprintf(p, sizeof(p), "%s/%s", ev->path, ev->name);
+				relist(moved, p);
+			}
 			moved = NULL;
 			return true;
 		}
 		put(dir, ev->name, ev->mask & FSNW_ISDIR);
 		if ((ev->mask & FSNW_MOVED_TO) && (ev->mask & FSNW_ISDIR)) {
 			snprintf(p, sizeof(p), "%s/%s", ev->path, ev->name);
-			scan(lookup(dir, ev->name), p);
+			relist(lookup(dir, ev->name), p);
+			nlisted++;
 		}
 	} else if (ev->mask & FSNW_MOVED_FROM) {
 		struct node *n = lookup(dir, ev->name);
@@ -403,6 +441,13 @@ static long rss_kb(void)
 	return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+/* A read came back empty: every event older than the listings was read. */
+static void listed_overtaken_no_more(void)
+{
+	listed_gen++;
+	nlisted = 0;
+}
+
 static void sync_phase(struct fsnw *w, int quiet_ms, const char *name, const char *file)
 {
 	static struct rusage last;
@@ -413,6 +458,7 @@ static void sync_phase(struct fsnw *w, int quiet_ms, const char *name, const cha
 	while ((n = fsnw_read(w, evs, 256, quiet_ms)) > 0)
 		for (int i = 0; i < n; i++)
 			handle(&evs[i]);
+	listed_overtaken_no_more();
 	if (n < 0) {
 		errno = -n;
 		die("fsnw_read");
@@ -486,6 +532,8 @@ int main(int argc, char **argv)
 
 			for (int k = 0; k < n; k++)
 				handle(&evs[k]);
+			if (n == 0)
+				listed_overtaken_no_more();
 		}
 		if (!p[0].revents)
 			continue;

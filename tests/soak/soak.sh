@@ -3,7 +3,8 @@
 # The soak test of tree watches (issue 16): a generated tree of SOAK_ENTRIES
 # entries (make-tree.py, no download) is extracted into a watched directory,
 # subtrees are moved out and back in under other names, renamed, filled
-# through a directory renamed before it was read, and removed, SOAK_ROUNDS
+# through a directory renamed before it was read, moved in and renamed
+# before they were read, and removed, SOAK_ROUNDS
 # times, while soak-view keeps its view of the tree from the library's
 # events (rescanning on every overflow). In odd rounds the watcher reads as
 # the changes happen; in even rounds it is stopped (SIGSTOP) while they
@@ -146,6 +147,12 @@ for backend in $backends; do
 		mv "$w/src/$deep/moved-in-1" "$w/new/inc"
 		mv "$w/new" "$w/src/new2"
 		check "fill-rename-$round"
+		# A subtree moved out, back in, and renamed before it is read.
+		hold
+		mv "$w/src/$deep/moved-in-2" "$out/back"
+		mv "$out/back" "$w/src/back"
+		mv "$w/src/back" "$w/src/back-renamed"
+		check "in-rename-$round"
 		hold
 		mv "$w/src" "$w/src-renamed"
 		check "rename-$round"
