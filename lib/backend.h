@@ -105,6 +105,12 @@ struct backend {
 	int (*cover)(struct fsnw *w, int dirfd, const char *path, uint32_t mask, uint32_t flags,
 		     struct kkey *key, struct kkey *fskey, struct sys_tally *t);
 	/*
+	 * Optional (with cover). The filesystem mark fs reports no more than
+	 * the FSNW_* bits of mask (nonzero) from now on: what no directory
+	 * needs any more, which would wake the reader for events it drops.
+	 */
+	int (*narrow)(struct fsnw *w, const struct kwatch *fs, uint32_t mask, struct sys_tally *t);
+	/*
 	 * Optional: the key of the object at path, without marking it, so an
 	 * add onto an object already marked for all it asks makes no mark.
 	 * Any error: use mark.

@@ -572,6 +572,28 @@ static int fan_cover(struct fsnw *w, int dirfd, const char *path, uint32_t mask,
 	return 0;
 }
 
+static int fan_narrow(struct fsnw *w, const struct kwatch *kw, uint32_t mask,
+		      struct sys_tally *t)
+{
+	struct fan *f = w->be_state;
+	struct fan_fs *fs = fs_of_key(f, kw->key, kw->keylen);
+	uint64_t want = fan_mask(mask, true) & ~(uint64_t)FAN_EVENT_ON_CHILD, extra;
+	int ret = 0;
+
+	if (!fs)
+		return 0;
+	pthread_mutex_lock(&f->lock);
+	/* want keeps FAN_DELETE_SELF and FAN_ONDIR: the mark never empties. */
+	extra = fs->fsmask & ~want;
+	if (extra && !fs->no_cover) {
+		ret = mark_fd(w, FAN_MARK_REMOVE | FAN_MARK_FILESYSTEM, extra, fs->mntfd, true, t);
+		if (ret == 0)
+			fs->fsmask &= ~extra;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return ret;
+}
+
 static int fan_unmark(struct fsnw *w, const struct kwatch *kw, struct sys_tally *t)
 {
 	struct fan *f = w->be_state;
@@ -632,6 +654,7 @@ const struct backend fanotify_backend = {
 	.mark = fan_mark,
 	.unmark = fan_unmark,
 	.cover = fan_cover,
+	.narrow = fan_narrow,
 	.identify = fan_identify,
 	.decode = fan_decode,
 	.mount_fd = fan_mount_fd,

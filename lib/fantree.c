@@ -1101,13 +1101,54 @@ static void maybe_reset(struct fantrees *ft)
 	fcache_init(&ft->cache, ft->cache.max);
 }
 
+/*
+ * The trees left hold fs: if they alone do (no walked tree's directory is
+ * covered by it), its mask need be no wider than theirs. A wider tree gone
+ * would otherwise leave every outside event of its kinds waking the reader.
+ */
+static void narrow_mark(struct fsnw *w, struct kwatch *fs)
+{
+	struct fantrees *ft = &w->trees.fan;
+	uint32_t mask = 0;
+	size_t holds = 0;
+	struct list *pos;
+
+	for (pos = ft->all.next; pos != &ft->all; pos = pos->next) {
+		struct fantree *t = list_entry(pos, struct fantree, node);
+
+		for (size_t i = 0; i < t->nanchors; i++) {
+			if (t->holds[i] == fs) {
+				holds++;
+				mask |= t->lw->mask | FANTREE_KMASK;
+			}
+		}
+	}
+	if (holds && holds == fs->ncovered)
+		kwatch_fs_narrow(w, fs, mask);
+}
+
 void fantree_remove(struct fsnw *w, struct fantree *t, bool park)
 {
 	struct fantrees *ft = &w->trees.fan;
+	struct kwatch *left[4];
+	size_t nleft = 0;
 
 	tree_unlink(ft, t);
+	/* The marks that outlive the tree (others hold them): at most a few. */
+	for (size_t i = 0; i < t->nanchors && nleft < 4; i++) {
+		size_t mine = 0, k;
+
+		for (k = 0; k < nleft && left[k] != t->holds[i]; k++)
+			;
+		for (size_t j = 0; j < t->nanchors; j++)
+			mine += t->holds[j] == t->holds[i];
+		if (k == nleft && t->holds[i]->ncovered > mine)
+			left[nleft++] = t->holds[i];
+	}
 	anchors_drop(w, t, park);
 	tree_free_mem(t);
+	for (size_t k = 0; k < nleft; k++)
+		narrow_mark(w, left[k]);
 	maybe_reset(ft);
 }
 

@@ -837,6 +837,18 @@ void kwatch_fs_release(struct fsnw *w, struct kwatch *fs, bool park)
 		kwatch_unused(w, fs, park);
 }
 
+void kwatch_fs_narrow(struct fsnw *w, struct kwatch *fs, uint32_t kmask)
+{
+	struct sys_tally tally = { 0 };
+
+	if (!w->be->narrow || fs->state != KW_LIVE || !(fs->kmask & ~kmask & FSNW_ALL_EVENTS))
+		return;
+	/* Under the lock, as a walk's marks: rare, and it only takes bits away. */
+	if (w->be->narrow(w, fs, kmask, &tally) == 0)
+		fs->kmask = kmask;
+	sys_tally_fold(w, &tally);
+}
+
 struct link *kwatch_pop_pending(struct kwatches *t)
 {
 	struct link *l;

@@ -248,6 +248,9 @@ int kwatch_fs_hold(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, 
 /* Give a hold back; the last user of the mark parks it (park, and room in
  * the idle cache) or removes it. */
 void kwatch_fs_release(struct fsnw *w, struct kwatch *fs, bool park);
+/* The holders of the live filesystem mark fs need no more than kmask: the
+ * mark drops the rest where the backend can (it stays as it was if not). */
+void kwatch_fs_narrow(struct fsnw *w, struct kwatch *fs, uint32_t kmask);
 
 /* The oldest pending link, taken off the pending list (still inactive), or NULL. */
 struct link *kwatch_pop_pending(struct kwatches *t);

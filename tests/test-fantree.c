@@ -217,6 +217,66 @@ START_TEST(rm_rf_outside_is_quiet)
 }
 END_TEST
 
+/* A write to the file at rel below root. */
+static void write_at(const char *root, const char *rel)
+{
+	char p[PATH_MAX];
+	int fd = open(at(p, root, rel), O_WRONLY | O_APPEND | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "x", 1), 1);
+	close(fd);
+}
+
+/*
+ * A wider tree removed: the filesystem mark narrows to what the trees left
+ * ask for, so that writes outside them are not read at all (issue 17,
+ * finding 2). The tree left hears what it asked for.
+ */
+START_TEST(wide_tree_gone_narrows_mark)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *root = tmpfs_private();
+	char p[PATH_MAX];
+	struct fsnw_stats s0, s1;
+	struct ev *evs;
+	int narrow, wide, n;
+
+	make_dirs(root, "t");
+	make_dirs(root, "o");
+	touch(root, "o/f");
+	narrow = fsnw_add(w, at(p, root, "t"), FSNW_CREATE, FSNW_WATCH_TREE);
+	ck_assert_int_gt(narrow, 0);
+	wide = fsnw_add(w, at(p, root, "t"), ALL, FSNW_WATCH_TREE);
+	ck_assert_int_gt(wide, 0);
+	s0 = stats_of(w);
+	write_at(root, "o/f");
+	n = collect(w, &evs, 16, 100);
+	evs_free(evs);
+	s1 = stats_of(w);
+	ck_assert_int_eq(n, 0);
+	ck_assert_uint_gt(s1.dropped_outside, s0.dropped_outside);
+	ck_assert_int_eq(fsnw_remove(w, wide), 0);
+	n = collect(w, &evs, 16, 100);
+	evs_free(evs);
+	s0 = stats_of(w);
+	write_at(root, "o/f");
+	n = collect(w, &evs, 16, 100);
+	evs_free(evs);
+	s1 = stats_of(w);
+	ck_assert_int_eq(n, 0);
+	ck_assert_uint_eq(s1.events_read, s0.events_read);
+	ck_assert_uint_eq(s1.sys_fanotify_mark, s0.sys_fanotify_mark);
+	touch(root, "t/new");
+	n = collect(w, &evs, 16, 300);
+	dump_evs(evs, n);
+	ck_assert_int_ge(find_at(evs, n, narrow, FSNW_CREATE, at(p, root, "t"), "new"), 0);
+	evs_free(evs);
+	fsnw_close(w);
+	tmpfs_private_remove(root);
+}
+END_TEST
+
 /* A directory held open while removed: its DELETE_SELF comes at the close. */
 START_TEST(late_delete_self)
 {
@@ -1095,6 +1155,7 @@ TEST_SUITE(fantree)
 	ADD_TEST(s, new_tree_hears_nothing_older);
 	ADD_TEST(s, nested_trees);
 	ADD_TEST(s, mounts_below);
+	ADD_TEST(s, wide_tree_gone_narrows_mark);
 	ADD_TEST(s, root_removed_ends_tree);
 	{
 		TCase *tc = tcase_create("random_workload_view_matches");
