@@ -1006,8 +1006,11 @@ void fantree_mount(struct fsnw *w, struct fantree *t, const struct mount_entry *
 	fcache_forget(&ft->cache);
 	anchors_link(ft, t, false);
 	if (appeared) {
-		/* A mount this cannot watch is left out: the overflow said so. */
+		/* A mount this cannot watch is left out: the overflow said so.
+		 * The lock stays held for the mark: the tree is half made. */
+		kwatch_hold_lock(&w->kwatches, true);
 		(void)anchor_mount(w, t, root->s, root->len, m, &older);
+		kwatch_hold_lock(&w->kwatches, false);
 	} else {
 		for (size_t i = 1; i < t->nanchors; i++) {
 			if (t->anchors[i].mnt_id == m->id) {
