@@ -231,6 +231,9 @@ static int mounted_after_child(void *arg)
 	CHILD_CHECK(drain_for(w, 200, &c) >= 0, "read");
 	CHILD_CHECK(c.overflows == 1, "overflows %d", c.overflows);
 	CHILD_CHECK(child_stats(w).overflows_mount == 1, "overflows_mount");
+	/* A fanotify tree marks the new filesystem. */
+	CHILD_CHECK(walks() || child_stats(w).kernel_watches == 2, "kernel watches %llu",
+		    (unsigned long long)child_stats(w).kernel_watches);
 	child_mkdir(m, "x");
 	snprintf(p, sizeof(p), "%s/x", m);
 	c.name = "f";
@@ -276,6 +279,9 @@ static int unmounted_child(void *arg)
 	CHILD_CHECK(c.overflows == 1 && !c.ignored, "overflows %d ignored %d", c.overflows,
 		    c.ignored);
 	CHILD_CHECK(child_stats(w).overflows_mount == 1, "overflows_mount");
+	/* A fanotify tree lets the gone filesystem's mark go. */
+	CHILD_CHECK(walks() || child_stats(w).kernel_watches == 1, "kernel watches %llu",
+		    (unsigned long long)child_stats(w).kernel_watches);
 	c.name = "after";
 	child_touch(m, "after");
 	CHILD_CHECK(drain_for(w, 300, &c) >= 0, "read");
