@@ -1158,8 +1158,8 @@ void fantree_remove(struct fsnw *w, struct fantree *t, bool park)
 void fantree_free(struct fantree *t)
 {
 	/* The kernel-watch table is gone already: the holds are not ours to
-	 * give back, and the cache, whose nodes point to the anchors, goes
-	 * next without looking at them (fantrees_fini). */
+	 * give back; the cache, whose nodes pointed to the anchors, went
+	 * before (fantrees_fini), so nothing looks at them. */
 	for (size_t i = 0; i < t->nanchors; i++)
 		strref_put(t->anchors[i].report);
 	tree_free_mem(t);

@@ -131,11 +131,13 @@ FSNW_EXPORT void fsnw_close(struct fsnw *w)
 	/* Closing the group fd drops every kernel mark at once: no per-watch
 	 * syscalls. Memory goes in an order where nothing points to freed
 	 * data: queued events hold paths, links (kernel-watch table) hold
-	 * paths and live inside plain watches. */
+	 * paths and live inside plain watches, and walks and the fanotify
+	 * trees' cache hold paths from the watches' pool, which must have
+	 * them all back before it is freed. */
 	queue_free(w->q);
 	kwatch_table_fini(&w->kwatches);
-	watches_fini(w);
 	trees_fini(&w->trees);
+	watches_fini(w);
 	if (w->kfd >= 0) {
 		w->be->fini(w);
 		close(w->kfd);
