@@ -18,6 +18,7 @@
 				     __LINE__, #cond);                            \
 	} while (0)
 #include "queue-diff.h"
+#include "queue-fixture.h"
 
 #define STREAMS 1500
 #define STREAM_BYTES 4096
@@ -61,41 +62,13 @@ START_TEST(fast_path_equals_plain_queue)
 }
 END_TEST
 
-struct fixture {
-	struct queue *q;
-	struct qowner a, b;
-	struct strref *pa, *pb;
-	struct fsnw_event out[16];
-};
-
-static void fx_init(struct fixture *f, uint32_t capacity)
-{
-	memset(f, 0, sizeof(*f));
-	f->q = queue_new(capacity, 1);
-	ck_assert_ptr_nonnull(f->q);
-	f->a.wid = 1;
-	f->b.wid = 2;
-	f->pa = strref_new("/a", 2);
-	f->pb = strref_new("/b", 2);
-}
-
-static void fx_fini(struct fixture *f)
-{
-	queue_release_delivered(f->q);
-	queue_free(f->q);
-	ck_assert_uint_eq(f->pa->refs, 1);
-	ck_assert_uint_eq(f->pb->refs, 1);
-	strref_put(f->pa);
-	strref_put(f->pb);
-}
-
 /* The array takes events and merges them; past it they wait, after it. */
 START_TEST(direct_read_merges_and_spills)
 {
 	struct fixture f;
 	size_t n;
 
-	fx_init(&f, 0);
+	fx_init(&f, 0, 1);
 	ck_assert(queue_direct_begin(f.q, f.out, 3));
 	queue_direct_lend(f.q, true);
 	queue_defer(f.q, &f.a, f.pa, FSNW_MODIFY, 0, "x", 1);
@@ -133,7 +106,7 @@ START_TEST(direct_read_needs_empty_queue)
 {
 	struct fixture f;
 
-	fx_init(&f, 0);
+	fx_init(&f, 0, 1);
 	queue_push(f.q, &f.a, f.pa, FSNW_MODIFY, 0, "x", 1, 0);
 	ck_assert(!queue_direct_begin(f.q, f.out, 4));
 	ck_assert_uint_eq(queue_direct_room(f.q), 0);
@@ -154,7 +127,7 @@ START_TEST(direct_read_capacity_overflow_purge)
 	struct fixture f;
 	size_t n;
 
-	fx_init(&f, 2);
+	fx_init(&f, 2, 1);
 	ck_assert(queue_direct_begin(f.q, f.out, 8));
 	queue_defer(f.q, &f.a, f.pa, FSNW_MODIFY, 0, "1", 1);
 	queue_defer(f.q, &f.b, f.pb, FSNW_MODIFY, 0, "2", 1);
@@ -185,7 +158,7 @@ START_TEST(direct_read_names)
 	struct fixture f;
 	char buf[8];
 
-	fx_init(&f, 0);
+	fx_init(&f, 0, 1);
 	ck_assert(queue_direct_begin(f.q, f.out, 4));
 	strcpy(buf, "copy");
 	queue_defer(f.q, &f.a, f.pa, FSNW_MODIFY, 0, buf, 4);

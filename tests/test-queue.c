@@ -3,17 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "queue.h"
+#include "queue-fixture.h"
 #include "test-common.h"
 
-struct fixture {
-	struct queue *q;
-	struct qowner a, b;
-	struct strref *pa, *pb;
-	struct fsnw_event out[64];
-};
-
-static void fx_init(struct fixture *f, uint32_t capacity, int merge)
+void fx_init(struct fixture *f, uint32_t capacity, int merge)
 {
 	memset(f, 0, sizeof(*f));
 	f->q = queue_new(capacity, merge);
@@ -24,10 +17,12 @@ static void fx_init(struct fixture *f, uint32_t capacity, int merge)
 	f->pb = strref_new("/b", 2);
 }
 
-static void fx_fini(struct fixture *f)
+void fx_fini(struct fixture *f)
 {
+	queue_release_delivered(f->q);
 	queue_free(f->q);
 	ck_assert_uint_eq(f->pa->refs, 1); /* every slot gave its reference back */
+	ck_assert_uint_eq(f->pb->refs, 1);
 	strref_put(f->pa);
 	strref_put(f->pb);
 }

@@ -947,12 +947,12 @@ static int emfile_child(const char *shared)
 		STEP(5, mkdir(p, 0755) == 0);
 	}
 	STEP(6, drain_for(w, 200, &c) >= 0);
-	if (c.creates != 5 || c.overflows != 1 || c.reads)
+	if (c.creates != 5 || c.overflows != walks() || c.reads)
 		fprintf(stderr, "creates %d overflows %d reads %d\n", c.creates, c.overflows,
 			c.reads);
-	/* Walks fail on each new directory: one overflow. No read of the
-	 * library shows. */
-	STEP(7, c.creates == 5 && c.reads == 0 && c.overflows == (walks() ? 1 : 0));
+	/* Walks fail on each new directory: an overflow (one, unless the
+	 * creates came in more than one drain). No read of the library shows. */
+	STEP(7, c.creates == 5 && c.reads == 0 && (walks() ? c.overflows >= 1 : c.overflows == 0));
 	/* Quiet: reads return nothing, and a read with a timeout sleeps. */
 	for (int i = 0; i < 50; i++)
 		STEP(8, drain_for(w, 0, &c) == 0);
@@ -964,8 +964,15 @@ static int emfile_child(const char *shared)
 	/* Fds again: the retry follows them, and says so. */
 	STEP(12, setrlimit(RLIMIT_NOFILE, &rl) == 0);
 	STEP(13, drain_for(w, 3000, &c) >= 0);
-	STEP(14, c.reads == 0 && c.overflows == (walks() ? 2 : 0) &&
-		 c.events == (walks() ? 7 : 5));
+	if (c.reads || (walks() ? c.overflows < 2 || c.events != 5 + c.overflows
+			       : c.overflows != 0 || c.events != 5))
+		fprintf(stderr, "after retry: events %d overflows %d reads %d\n", c.events,
+			c.overflows, c.reads);
+	/* Each failed walk says FSNW_OVERFLOW when it succeeds; the creates may
+	 * have come in more than one drain (more than one walk), and walks due
+	 * at different times recover in different reads: at least one more. */
+	STEP(14, c.reads == 0 && (walks() ? c.overflows >= 2 && c.events == 5 + c.overflows
+					   : c.overflows == 0 && c.events == 5));
 	fsnw_get_stats(w, &st);
 	STEP(15, !walks() || (st.kernel_watches == 6 && st.tree_retries > 0));
 	snprintf(p, sizeof(p), "%s/n4", dir);
