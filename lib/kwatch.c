@@ -16,6 +16,7 @@
 #define MARK_TRIES 8
 /* Unmarks made per dropping of the lock; the rest wait for the next round. */
 #define FLUSH_BATCH 64
+_Static_assert(KWATCH_DROPS_KEPT >= FLUSH_BATCH, "a flush's drops must fit in drop_hash");
 
 /* A wd is its own good hash input; handles are hashed whole. */
 static uint64_t key_hash(const unsigned char *key, size_t len)
@@ -323,7 +324,7 @@ static void flush_some(struct fsnw *w)
 		 * Otherwise it goes, and a mark some add made meanwhile may
 		 * have landed on it: that add checks (drop_gen). */
 		if (kw->state == KW_UNMARKING) {
-			kwatch_note_drop(t);
+			kwatch_note_drop(t, kw->key, kw->keylen);
 			kwatch_forget(w, kw);
 		} else
 			kwatch_unused(w, kw, true);
@@ -423,6 +424,29 @@ static bool evict_one(struct fsnw *w)
 	return true;
 }
 
+void kwatch_note_drop(struct kwatches *t, const unsigned char *key, size_t len)
+{
+	t->drop_gen++;
+	t->drop_hash[t->drop_gen % KWATCH_DROPS_KEPT] = key_hash(key, len);
+}
+
+/* Whether the kernel may have dropped the mark of key since drop_gen was gen
+ * (a hash collision only makes the add mark once more). */
+static bool dropped_since(const struct kwatches *t, uint64_t gen, const struct kkey *key)
+{
+	uint64_t h;
+
+	if (t->drop_gen == gen)
+		return false;
+	if (t->drop_gen - gen > KWATCH_DROPS_KEPT)
+		return true;
+	h = key_hash(key->bytes, key->len);
+	for (uint64_t g = gen + 1; g <= t->drop_gen; g++)
+		if (t->drop_hash[g % KWATCH_DROPS_KEPT] == h)
+			return true;
+	return false;
+}
+
 int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
 		struct kkey *key, uint64_t t0, uint64_t *t1)
 {
@@ -445,9 +469,10 @@ int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uin
 			break;
 		if (!mark_stands(w, key, &waited, &kw))
 			continue;
-		/* A dead mark's key, or an unknown key while marks were
-		 * dropped: mark again to learn whether ours lives. */
-		if (((kw && kw->dropped) || (!kw && gen != t->drop_gen)) && ++tries < MARK_TRIES)
+		/* A dead mark's key, or an unknown key that may have been
+		 * dropped meanwhile: mark again to learn whether ours lives. */
+		if (((kw && kw->dropped) || (!kw && dropped_since(t, gen, key))) &&
+		    ++tries < MARK_TRIES)
 			continue;
 		if (kw && kw->dropped)
 			ret = -ENOENT;
@@ -876,7 +901,7 @@ bool kwatch_dropped(struct fsnw *w, struct kwatch *kw)
 {
 	w->st.kernel_drops++;
 	kw->dropped = true;
-	kwatch_note_drop(&w->kwatches);
+	kwatch_note_drop(&w->kwatches, kw->key, kw->keylen);
 	switch (kw->state) {
 	case KW_PARKED:
 	case KW_DOOMED:

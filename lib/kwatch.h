@@ -40,8 +40,9 @@
  * one wd twice: the second links to the first's record); the last remove
  * racing an add (DOOMED taken back, UNMARKING waited for); an add racing a
  * kernel drop (a dropped record, or an IN_IGNORED read for a key not yet in
- * the table, bumps drop_gen: a mark that returned a key the table does not
- * know while drop_gen moved is made again to learn whether it still lives).
+ * the table, bumps drop_gen and notes the key: a mark that returned a key the
+ * table does not know, dropped since the mark began, or while more drops
+ * came than the table keeps, is made again to learn whether it still lives).
  *
  * Life cycle of a link: kwatch_link makes it *pending* when events older than
  * the add may still wait in the kernel queue for its kernel watch; the caller
@@ -105,6 +106,11 @@ struct kwatch {
 	unsigned char key[];
 };
 
+/* Keys of the last drops kept, as many as one flush unmarks (kwatch.c's
+ * FLUSH_BATCH): a concurrent remove elsewhere in the handle does not make an
+ * add mark twice. */
+#define KWATCH_DROPS_KEPT 64
+
 struct kwatches {
 	struct htab by_key;
 	struct list idle;     /* parked kernel watches, most recent first */
@@ -115,6 +121,7 @@ struct kwatches {
 	size_t idle_max;
 	uint32_t live_gen;    /* reconcile generation */
 	uint64_t drop_gen;    /* kernel drops seen: a mark made meanwhile is checked */
+	uint64_t drop_hash[KWATCH_DROPS_KEPT]; /* key hashes of the last drops, by drop_gen */
 	uint64_t serial;      /* the last kernel watch record made */
 	struct kwatch *spare; /* freed records kept for reuse (by ->victim) */
 	size_t nspare;
@@ -193,11 +200,9 @@ static inline void kwatch_batch(struct kwatches *t, bool on)
 	t->all_pending = on;
 }
 
-/* The kernel dropped a mark we have no record of (yet): see drop_gen. */
-static inline void kwatch_note_drop(struct kwatches *t)
-{
-	t->drop_gen++;
-}
+/* The kernel dropped the mark of this key, which the table may not know
+ * (yet): see drop_gen. */
+void kwatch_note_drop(struct kwatches *t, const unsigned char *key, size_t len);
 
 /*
  * Make the unmark syscalls of the doomed kernel watches, the lock dropped

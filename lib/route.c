@@ -126,7 +126,8 @@ unsigned route_event(struct fsnw *w, const struct kevent *ev)
 	kw = ev->key && kwatch_count(&w->kwatches) ?
 		     kwatch_find_hot(&w->kwatches, ev->key, ev->keylen) : NULL;
 	if (!kw && ev->key && (ev->mask & FSNW_IGNORED))
-		kwatch_note_drop(&w->kwatches); /* maybe of a mark an add has yet to record */
+		/* maybe of a mark an add has yet to record */
+		kwatch_note_drop(&w->kwatches, ev->key, ev->keylen);
 	plain = kw && !kw->dropped && !kw->fsmark;
 	/* A tree on fanotify hears what its filesystem mark reports, through
 	 * no kernel watch of its own; a watch on the same object may too. */
