@@ -83,7 +83,17 @@ struct fsnw *handle_alloc(const struct fsnw_options *o)
 	w->kfd = -1;
 	w->open_flags = o->flags;
 	w->st.size = sizeof(w->st);
-	pthread_mutex_init(&w->lock, NULL);
+	/* The lock guards short stretches of bookkeeping between syscalls,
+	 * never a syscall: a waiter spins a little before it sleeps, where a
+	 * futex sleep and wake cost more than the stretch it waits for. */
+	{
+		pthread_mutexattr_t a;
+
+		pthread_mutexattr_init(&a);
+		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+		pthread_mutex_init(&w->lock, &a);
+		pthread_mutexattr_destroy(&a);
+	}
 	watches_init(&w->watches);
 	kwatch_table_init(&w->kwatches, o->idle_watches);
 	trees_init(&w->trees, o->tree_cache);
