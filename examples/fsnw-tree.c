@@ -28,6 +28,7 @@
 #include "tree-view.h"
 
 #define READ_MAX 256
+#define READS_MAX 16 /* reads in a row while listings wait for an empty one */
 /* Everything that changes which paths exist, and writes being finished. */
 #define TREE_MASK (FSNW_CREATE | FSNW_DELETE | FSNW_MOVE | FSNW_DELETE_SELF | FSNW_MOVE_SELF | \
 		   FSNW_CLOSE_WRITE)
@@ -118,10 +119,46 @@ static int handle_signal(struct tree *t)
 	}
 }
 
-static int loop(struct tree *t)
+/*
+ * Read and apply what is there. Once, as a rule: the loop comes back while
+ * more is ready. But while listings of directories moved in may have been
+ * overtaken by renames not read yet, read on until a read comes back empty,
+ * which tells the view that every event older than its listings is applied.
+ * A few reads at most, so that a tree that never rests does not keep the
+ * signals waiting: the listings are kept meanwhile, and listing again is
+ * never wrong. Returns 0 to go on, 1 to stop.
+ */
+static int read_events(struct tree *t)
 {
 	struct fsnw_event evs[READ_MAX];
+	int n, reads = 0;
 
+	do {
+		n = fsnw_read(t->w, evs, READ_MAX, 0);
+		if (n < 0) {
+			fprintf(stderr, "fsnw-tree: reading events: %s\n", strerror(-n));
+			return 1;
+		}
+		if (n == 0)
+			tree_view_quiet(&t->v);
+		for (int i = 0; i < n; i++) {
+			int ret = tree_view_event(&t->v, &evs[i]);
+
+			if (ret < 0)
+				fprintf(stderr, "fsnw-tree: %s: %s\n", t->v.root, strerror(-ret));
+			if (ret)
+				return 1;
+		}
+		if (fflush(stdout) == EOF) {
+			fprintf(stderr, "fsnw-tree: writing events: %s\n", strerror(errno));
+			return 1;
+		}
+	} while (n > 0 && tree_view_relisting(&t->v) && ++reads < READS_MAX);
+	return 0;
+}
+
+static int loop(struct tree *t)
+{
 	for (;;) {
 		struct epoll_event ee;
 		int n = epoll_wait(t->ep, &ee, 1, -1);
@@ -142,23 +179,8 @@ static int loop(struct tree *t)
 			print_stats(t);
 			continue;
 		}
-		n = fsnw_read(t->w, evs, READ_MAX, 0);
-		if (n < 0) {
-			fprintf(stderr, "fsnw-tree: reading events: %s\n", strerror(-n));
+		if (read_events(t))
 			return 1;
-		}
-		for (int i = 0; i < n; i++) {
-			int ret = tree_view_event(&t->v, &evs[i]);
-
-			if (ret < 0)
-				fprintf(stderr, "fsnw-tree: %s: %s\n", t->v.root, strerror(-ret));
-			if (ret)
-				return 1;
-		}
-		if (fflush(stdout) == EOF) {
-			fprintf(stderr, "fsnw-tree: writing events: %s\n", strerror(errno));
-			return 1;
-		}
 	}
 }
 
@@ -289,6 +311,9 @@ static int setup(struct tree *t, const struct fsnw_options *fo)
 			ret == -EMFILE ? " (see the sysctl fs.inotify.max_user_instances)" : "");
 		return -1;
 	}
+	/* A fanotify tree reads no directory moved in: we list it, and again
+	 * when a rename overtook the listing (libfsnwatch(7), "Moves"). */
+	t->v.relist = fsnw_get_backend(t->w) == FSNW_BACKEND_FANOTIFY;
 	if (epoll_add(t->ep, fsnw_get_fd(t->w)) < 0) {
 		fprintf(stderr, "fsnw-tree: setting up the loop: %s\n", strerror(errno));
 		return -1;
@@ -328,8 +353,7 @@ int main(int argc, char **argv)
 	if (t.dump && walked)
 		dump_view(&t);
 	fsnw_close(t.w);
-	tree_view_forget_moved(&t.v);
-	snap_fini(&t.v.view);
+	tree_view_fini(&t.v);
 	free(t.v.root);
 	if (t.ep >= 0)
 		close(t.ep);

@@ -148,6 +148,78 @@ void tree_view_forget_moved(struct tree_view *t)
 	snap_node_free(t->moved);
 	t->moved = NULL;
 	t->moved_cookie = 0;
+	free(t->moved_from);
+	t->moved_from = NULL;
+}
+
+void tree_view_quiet(struct tree_view *t)
+{
+	for (size_t i = 0; i < t->nlisted; i++)
+		free(t->listed[i]);
+	t->nlisted = 0;
+}
+
+void tree_view_fini(struct tree_view *t)
+{
+	tree_view_forget_moved(t);
+	tree_view_quiet(t);
+	free(t->listed);
+	t->listed = NULL;
+	t->cap_listed = 0;
+	snap_fini(&t->view);
+}
+
+/* Remember a directory moved in and listed, to list it again if a rename carries it. */
+static int listed_add(struct tree_view *t, const char *rel)
+{
+	char *l = strdup(rel);
+
+	if (!l)
+		return -ENOMEM;
+	if (t->nlisted == t->cap_listed) {
+		size_t cap = t->cap_listed ? 2 * t->cap_listed : 16;
+		char **v = realloc(t->listed, cap * sizeof(*v));
+
+		if (!v) {
+			free(l);
+			return -ENOMEM;
+		}
+		t->listed = v;
+		t->cap_listed = cap;
+	}
+	t->listed[t->nlisted++] = l;
+	return 0;
+}
+
+/*
+ * A rename of from to to carried the listed directories below from (or from
+ * itself): the listing may have found them gone, or found another
+ * directory. List each again under its new name, in place of what the view
+ * has there; the rescan prints the differences.
+ */
+static int relist_carried(struct tree_view *t, const char *from, const char *to)
+{
+	size_t fl = strlen(from), tl = strlen(to);
+
+	for (size_t i = 0; i < t->nlisted; i++) {
+		char *l = t->listed[i], *nl;
+		size_t ll = strlen(l);
+		int ret;
+
+		if (strncmp(l, from, fl) || (l[fl] && l[fl] != '/'))
+			continue;
+		nl = malloc(tl + ll - fl + 1);
+		if (!nl)
+			return -ENOMEM;
+		memcpy(nl, to, tl);
+		memcpy(nl + tl, l + fl, ll - fl + 1);
+		free(l);
+		t->listed[i] = nl;
+		ret = rescan(t, nl, NULL);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
 }
 
 /*
@@ -182,6 +254,11 @@ static int apply_change(struct tree_view *t, const struct fsnw_event *ev, const 
 		tree_view_forget_moved(t);
 		ret = snap_detach(&t->view, rel, &t->moved);
 		t->moved_cookie = t->moved ? ev->cookie : 0;
+		if (ret == 0 && t->moved && t->nlisted) {
+			t->moved_from = strdup(rel);
+			if (!t->moved_from)
+				ret = -ENOMEM;
+		}
 		return ret;
 	}
 	if (!(ev->mask & FSNW_MOVED_TO))
@@ -189,6 +266,8 @@ static int apply_change(struct tree_view *t, const struct fsnw_event *ev, const 
 	if (ev->cookie && ev->cookie == t->moved_cookie) {
 		ret = snap_attach(&t->view, rel, t->moved);
 		t->moved = NULL;
+		if (ret == 0 && t->moved_from)
+			ret = relist_carried(t, t->moved_from, rel);
 		tree_view_forget_moved(t);
 		return ret;
 	}
@@ -196,6 +275,8 @@ static int apply_change(struct tree_view *t, const struct fsnw_event *ev, const 
 	ret = snap_put(&t->view, rel, dir ? 'd' : type_at(t, rel));
 	if (ret == 0 && dir)
 		ret = rescan(t, rel, NULL);
+	if (ret == 0 && dir && t->relist)
+		ret = listed_add(t, rel);
 	return ret;
 }
 

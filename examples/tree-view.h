@@ -7,6 +7,7 @@
 #ifndef FSNW_EXAMPLES_TREE_VIEW_H
 #define FSNW_EXAMPLES_TREE_VIEW_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,17 @@ struct tree_view {
 	struct snap_node *moved;
 	uint32_t moved_cookie;
 	size_t rescans;        /* of the whole tree, for the statistics */
+	/*
+	 * A tree the library does not walk (fanotify) reads no directory moved
+	 * in, and a rename the reader has not read yet may overtake our listing
+	 * of one. So each listed since the last empty read is listed again at
+	 * every MOVED_TO that carries it (libfsnwatch(7), "Moves"). inotify
+	 * trees read them under their new name themselves: relist is false.
+	 */
+	bool relist;
+	char **listed;         /* relative to the root */
+	size_t nlisted, cap_listed;
+	char *moved_from;      /* the path of moved, kept only when relisting */
 };
 
 /*
@@ -37,5 +49,17 @@ int tree_view_walk(struct tree_view *t);
 
 /* Drop the entry kept since its MOVED_FROM. */
 void tree_view_forget_moved(struct tree_view *t);
+
+/* Are there listings that events not yet read may have overtaken? Then read until empty. */
+static inline bool tree_view_relisting(const struct tree_view *t)
+{
+	return t->nlisted > 0;
+}
+
+/* A read came back empty: every event older than the listings has been applied. */
+void tree_view_quiet(struct tree_view *t);
+
+/* Release everything the view holds (not root). */
+void tree_view_fini(struct tree_view *t);
 
 #endif

@@ -29,19 +29,30 @@ struct fsnw *test_open(uint32_t flags, uint32_t capacity, uint32_t idle)
 	return w;
 }
 
+/*
+ * Scratch directories are named after the runner, the process that runs
+ * the suites: /dev/shm/fsnw-test-PID-XXXXXX. A test that fails, times out
+ * or crashes in the child Check forks for it, or in a child of its own,
+ * leaves its directories behind; the runner removes every one with its
+ * name when it exits (tmpdir_sweep).
+ */
+static pid_t runner;
+static const char *const scratch_dirs[] = { "/dev/shm", "/tmp" };
+
 char *tmpdir_make(void)
 {
-	char tmpl[] = "/dev/shm/fsnw-test-XXXXXX";
-	char *d = mkdtemp(tmpl);
+	char tmpl[PATH_MAX];
+	char *d = NULL;
 
-	if (!d) {
-		char alt[] = "/tmp/fsnw-test-XXXXXX";
-
-		d = mkdtemp(alt);
-		ck_assert_msg(d != NULL, "mkdtemp: %s", strerror(errno));
-		return strdup(d);
+	for (size_t i = 0; i < sizeof(scratch_dirs) / sizeof(scratch_dirs[0]) && !d; i++) {
+		snprintf(tmpl, sizeof(tmpl), "%s/fsnw-test-%ld-XXXXXX", scratch_dirs[i],
+			 (long)(runner ? runner : getpid()));
+		d = mkdtemp(tmpl);
 	}
-	return strdup(d);
+	ck_assert_msg(d != NULL, "mkdtemp: %s", strerror(errno));
+	d = strdup(d);
+	ck_assert_ptr_nonnull(d);
+	return d;
 }
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -61,6 +72,43 @@ void tmpdir_remove(char *dir)
 		return;
 	nftw(dir, rm_one, 32, FTW_DEPTH | FTW_PHYS);
 	free(dir);
+}
+
+/* At the runner's exit: what its tests left, unmounted and removed. */
+static void tmpdir_sweep(void)
+{
+	char prefix[64];
+	size_t plen;
+
+	/* A test's child that calls exit() runs this too: not its to sweep. */
+	if (getpid() != runner)
+		return;
+	plen = (size_t)snprintf(prefix, sizeof(prefix), "fsnw-test-%ld-", (long)runner);
+	for (size_t i = 0; i < sizeof(scratch_dirs) / sizeof(scratch_dirs[0]); i++) {
+		DIR *d = opendir(scratch_dirs[i]);
+		struct dirent *de;
+
+		if (!d)
+			continue;
+		while ((de = readdir(d)) != NULL) {
+			char p[PATH_MAX];
+
+			if (strncmp(de->d_name, prefix, plen))
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", scratch_dirs[i], de->d_name);
+			/* A private tmpfs, when the runner made it itself (CK_FORK=no). */
+			(void)umount2(p, MNT_DETACH);
+			nftw(p, rm_one, 32, FTW_DEPTH | FTW_PHYS);
+		}
+		closedir(d);
+	}
+}
+
+void tmpdir_init(void)
+{
+	runner = getpid();
+	if (atexit(tmpdir_sweep) != 0)
+		fprintf(stderr, "atexit failed: scratch directories of failed tests stay\n");
 }
 
 char *tmpfs_private(void)

@@ -44,6 +44,8 @@ struct fsnw *test_open(uint32_t flags, uint32_t capacity, uint32_t idle);
 
 /* A private scratch directory on tmpfs, removed by tmpdir_remove. */
 char *tmpdir_make(void);
+/* In the runner, before any test: it removes at exit what failed tests left. */
+void tmpdir_init(void);
 void tmpdir_remove(char *dir);
 /*
  * A tmpfs of the test's own, mounted in a private mount namespace (the

@@ -67,6 +67,7 @@ int main(int argc, char **argv)
 	}
 	if (!backend_usable())
 		return 77;
+	tmpdir_init();
 	for (const struct test_suite_reg *r = __start_fsnw_test_suites;
 	     r < __stop_fsnw_test_suites; r++) {
 		if (!wanted(r->name, argc, argv, first))

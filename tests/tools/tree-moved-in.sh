@@ -1,0 +1,73 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# fsnw-tree on a fanotify tree, which the library does not walk: a directory
+# moved in and renamed before fsnw-tree lists it. fsnw-tree lists it at its
+# MOVED_TO, finds it gone, and must list it again at the MOVED_TO of the
+# rename that overtook the listing (libfsnwatch(7), "Moves"); its view
+# (dumped on SIGUSR2) must then equal the real tree. fsnw-tree is stopped
+# while the renames are made, so that it reads them all only afterwards.
+# Needs fanotify (root); skips where the backend is unavailable.
+. "$(dirname "$0")/lib.sh"
+
+W=$TMP/w
+OUT=$TMP/outside
+mkdir -p "$W/d" "$OUT"
+touch "$W/top"
+
+start FT "$TMP/out" "$TMP/err" "$FSNW_TREE" --backend fanotify --dump "$TMP/view" "$W"
+wait_for "$TMP/err" "^fsnw-tree: (watching|cannot)"
+grep -q "^fsnw-tree: cannot" "$TMP/err" && skip "no fanotify tree: $(cat "$TMP/err")"
+
+NSYNC=0
+# check WHAT: make fsnw-tree catch up (a marker file, then SIGUSR2 for the
+# view) and compare its view with the real tree.
+check() {
+	NSYNC=$((NSYNC + 1))
+	touch "$W/.sync$NSYNC"
+	wait_for "$TMP/out" "\"name\":\"\\.sync$NSYNC\""
+	kill -USR2 "$FT"
+	wait_for "$TMP/view" "	\\.sync$NSYNC\$"
+	real_tree "$W" >"$TMP/real"
+	LC_ALL=C sort "$TMP/view" | diff -u "$TMP/real" - || fail "$1: the view is not the tree"
+	echo "$1: view of $(wc -l <"$TMP/real") entries matches"
+}
+
+# fill DIR: a directory's worth of content, two levels deep.
+fill() {
+	mkdir -p "$1/s/t"
+	touch "$1/f" "$1/s/g" "$1/s/t/h"
+}
+
+# 1. Moved in, then renamed: the listing at the first MOVED_TO finds nothing.
+fill "$OUT/m"
+kill -STOP "$FT"
+mv "$OUT/m" "$W/m"
+mv "$W/m" "$W/m2"
+kill -CONT "$FT"
+check "moved in, renamed"
+
+# 2. Moved in, then its parent renamed: the rename carries the listed directory.
+fill "$OUT/n"
+kill -STOP "$FT"
+mv "$OUT/n" "$W/d/n"
+mv "$W/d" "$W/d2"
+kill -CONT "$FT"
+check "moved in, parent renamed"
+
+# 3. Moved in, renamed twice, the second time into another directory.
+fill "$OUT/o"
+mkdir "$W/e"
+kill -STOP "$FT"
+mv "$OUT/o" "$W/o"
+mv "$W/o" "$W/o2"
+mv "$W/o2" "$W/e/o3"
+kill -CONT "$FT"
+check "moved in, renamed twice"
+
+# 4. A rename long after the listing: still right (listing again is never wrong).
+mv "$W/e/o3" "$W/o4"
+check "renamed later"
+
+stop "$FT" || fail "fsnw-tree exited $? on SIGTERM"
+grep -q '"rescan":true' "$TMP/out" && echo "listings reported as rescan lines"
+exit 0
