@@ -94,6 +94,22 @@ real_tree() {
 	(cd "$1" && find . -mindepth 1 -printf '%y\t%P\n' | LC_ALL=C sort)
 }
 
+# view_check WHAT: make the fsnw-tree started as FT, watching $W and writing
+# $TMP/out, catch up (a marker file, then SIGUSR2 for its dump in $TMP/view)
+# and compare its view, sorted by path, with the real tree.
+NSYNC=0
+view_check() {
+	NSYNC=$((NSYNC + 1))
+	touch "$W/.sync$NSYNC"
+	wait_for "$TMP/out" "\"name\":\"\\.sync$NSYNC\""
+	kill -USR2 "$FT"
+	wait_for "$TMP/view" "	\\.sync$NSYNC\$"
+	real_tree "$W" >"$TMP/real"
+	LC_ALL=C sort "$TMP/view" | diff -u "$TMP/real" - || fail "$1: the view is not the tree"
+	LC_ALL=C sort -c -t "$(printf '\t')" -k 2 "$TMP/view" || fail "$1: the dump is not sorted by path"
+	echo "$1: view of $(wc -l <"$TMP/real") entries matches"
+}
+
 # Side by side with inotifywait: the same operations, the same lines.
 # Ordering is kept deterministic: both watchers are established before the
 # first operation; a marker file (sync) is created wherever the next step

@@ -18,20 +18,6 @@ start FT "$TMP/out" "$TMP/err" "$FSNW_TREE" --backend fanotify --dump "$TMP/view
 wait_for "$TMP/err" "^fsnw-tree: (watching|cannot)"
 grep -q "^fsnw-tree: cannot" "$TMP/err" && skip "no fanotify tree: $(cat "$TMP/err")"
 
-NSYNC=0
-# check WHAT: make fsnw-tree catch up (a marker file, then SIGUSR2 for the
-# view) and compare its view with the real tree.
-check() {
-	NSYNC=$((NSYNC + 1))
-	touch "$W/.sync$NSYNC"
-	wait_for "$TMP/out" "\"name\":\"\\.sync$NSYNC\""
-	kill -USR2 "$FT"
-	wait_for "$TMP/view" "	\\.sync$NSYNC\$"
-	real_tree "$W" >"$TMP/real"
-	LC_ALL=C sort "$TMP/view" | diff -u "$TMP/real" - || fail "$1: the view is not the tree"
-	echo "$1: view of $(wc -l <"$TMP/real") entries matches"
-}
-
 # fill DIR: a directory's worth of content, two levels deep.
 fill() {
 	mkdir -p "$1/s/t"
@@ -44,7 +30,7 @@ kill -STOP "$FT"
 mv "$OUT/m" "$W/m"
 mv "$W/m" "$W/m2"
 kill -CONT "$FT"
-check "moved in, renamed"
+view_check "moved in, renamed"
 
 # 2. Moved in, then its parent renamed: the rename carries the listed directory.
 fill "$OUT/n"
@@ -52,7 +38,7 @@ kill -STOP "$FT"
 mv "$OUT/n" "$W/d/n"
 mv "$W/d" "$W/d2"
 kill -CONT "$FT"
-check "moved in, parent renamed"
+view_check "moved in, parent renamed"
 
 # 3. Moved in, renamed twice, the second time into another directory.
 fill "$OUT/o"
@@ -62,11 +48,11 @@ mv "$OUT/o" "$W/o"
 mv "$W/o" "$W/o2"
 mv "$W/o2" "$W/e/o3"
 kill -CONT "$FT"
-check "moved in, renamed twice"
+view_check "moved in, renamed twice"
 
 # 4. A rename long after the listing: still right (listing again is never wrong).
 mv "$W/e/o3" "$W/o4"
-check "renamed later"
+view_check "renamed later"
 
 stop "$FT" || fail "fsnw-tree exited $? on SIGTERM"
 grep -q '"rescan":true' "$TMP/out" && echo "listings reported as rescan lines"

@@ -15,21 +15,6 @@ mkfifo "$W/fifo"
 start FT "$TMP/out" "$TMP/err" "$FSNW_TREE" --queue 4 --dump "$TMP/view" "$W"
 wait_for "$TMP/err" "^fsnw-tree: watching $W \\(9 entries\\)\$"
 
-NSYNC=0
-# check WHAT: make fsnw-tree catch up (a marker file, then SIGUSR2 for the
-# view) and compare its view with the real tree.
-check() {
-	NSYNC=$((NSYNC + 1))
-	touch "$W/.sync$NSYNC"
-	wait_for "$TMP/out" "\"name\":\"\\.sync$NSYNC\""
-	kill -USR2 "$FT"
-	wait_for "$TMP/view" "	\\.sync$NSYNC\$"
-	real_tree "$W" >"$TMP/real"
-	LC_ALL=C sort "$TMP/view" | diff -u "$TMP/real" - || fail "$1: the view is not the tree"
-	LC_ALL=C sort -c -t "$(printf '\t')" -k 2 "$TMP/view" || fail "$1: the dump is not sorted by path"
-	echo "$1: view of $(wc -l <"$TMP/real") entries matches"
-}
-
 # 1. A burst while fsnw-tree is stopped: the kernel queues everything, the
 # first read overflows the 4-event queue, and only the rescan can tell what
 # happened inside directories made and filled meanwhile.
@@ -49,7 +34,7 @@ kill -STOP "$FT"
 	rm $(seq -f f%g 1 2 500)
 ) || fail "burst 1"
 kill -CONT "$FT"
-check "stopped burst"
+view_check "stopped burst"
 grep -q '"events":\["Q_OVERFLOW"\]' "$TMP/out" || fail "the queue never overflowed"
 grep -q '"rescan":true' "$TMP/out" || fail "no rescan was reported"
 
@@ -71,7 +56,7 @@ grep -q '"rescan":true' "$TMP/out" || fail "no rescan was reported"
 	mv moved-in/deep moved-in/deeper
 	rm $(seq -f g%g 1 3 300)
 ) || fail "burst 2"
-check "running burst"
+view_check "running burst"
 
 # 3. Statistics on SIGUSR1; SIGTERM: exit 0 and a last view that is right.
 kill -USR1 "$FT"
