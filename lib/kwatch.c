@@ -37,6 +37,8 @@ void kwatch_table_init(struct kwatches *t, size_t idle_max)
 	list_init(&t->idle);
 	list_init(&t->doomed);
 	list_init(&t->pending);
+	mem_cache_init(&t->kw_cache, sizeof(struct kwatch) + KWATCH_CACHED_KEY);
+	mem_cache_init(&t->link_cache, sizeof(struct link));
 	t->idle_max = idle_max;
 }
 
@@ -80,35 +82,39 @@ struct kwatch *kwatch_find_cold(struct kwatches *t, const unsigned char *key, si
 	return kw;
 }
 
-static void link_free(struct link *l)
+static void link_free(struct kwatches *t, struct link *l)
 {
 	strref_put(l->path);
 	l->path = NULL;
 	if (!l->embedded)
-		mem_free(l);
+		mem_cache_free(&t->link_cache, l);
+}
+
+static void kwatch_free(struct kwatches *t, struct kwatch *kw)
+{
+	if (kw->keylen > KWATCH_CACHED_KEY)
+		mem_free(kw);
+	else
+		mem_cache_free(&t->kw_cache, kw);
 }
 
 static void free_kwatch(struct hnode *n, void *arg)
 {
+	struct kwatches *t = arg;
 	struct kwatch *kw = container_of(n, struct kwatch, node);
 	struct list *pos, *tmp;
 
-	(void)arg;
 	list_for_each_safe(pos, tmp, &kw->links)
-		link_free(list_entry(pos, struct link, knode));
-	mem_free(kw);
+		link_free(t, list_entry(pos, struct link, knode));
+	kwatch_free(t, kw);
 }
 
 void kwatch_table_fini(struct kwatches *t)
 {
-	htab_for_each(&t->by_key, free_kwatch, NULL);
+	htab_for_each(&t->by_key, free_kwatch, t);
 	htab_fini(&t->by_key);
-	while (t->spare) {
-		struct kwatch *kw = t->spare;
-
-		t->spare = kw->victim;
-		mem_free(kw);
-	}
+	mem_cache_fini(&t->kw_cache);
+	mem_cache_fini(&t->link_cache);
 	kwatch_table_init(t, 0);
 }
 
@@ -146,37 +152,13 @@ static int mark_call(struct fsnw *w, int dirfd, const char *path, uint32_t kmask
 
 static void cover_put(struct fsnw *w, struct kwatch *fs);
 
-/*
- * Records of small keys (inotify's wd) are kept for reuse, so that
- * add/remove churn on new objects costs no malloc: SPARE_MAX of them, with
- * room for any key of up to SPARE_KEY bytes.
- */
-#define SPARE_MAX 64
-#define SPARE_KEY 8
-
+/* Records of small keys (inotify's wd) come from the table's cache, so that
+ * add/remove churn on new objects costs no malloc. */
 static struct kwatch *kwatch_alloc(struct kwatches *t, size_t keylen)
 {
-	struct kwatch *kw = t->spare;
-
-	if (keylen > SPARE_KEY)
-		return mem_zalloc(sizeof(*kw) + keylen);
-	if (!kw)
-		return mem_zalloc(sizeof(*kw) + SPARE_KEY);
-	t->spare = kw->victim;
-	t->nspare--;
-	memset(kw, 0, sizeof(*kw));
-	return kw;
-}
-
-static void kwatch_free(struct kwatches *t, struct kwatch *kw)
-{
-	if (kw->keylen > SPARE_KEY || t->nspare >= SPARE_MAX) {
-		mem_free(kw);
-		return;
-	}
-	kw->victim = t->spare;
-	t->spare = kw;
-	t->nspare++;
+	if (keylen > KWATCH_CACHED_KEY)
+		return mem_zalloc(sizeof(struct kwatch) + keylen);
+	return mem_cache_zalloc(&t->kw_cache, sizeof(struct kwatch));
 }
 
 /* Out of the table and freed. */
@@ -547,22 +529,22 @@ static void take_over(struct fsnw *w, struct kwatch *kw, uint32_t flags)
 }
 
 /* A link for lw: its own for a plain watch's first, else allocated. */
-static struct link *link_new(struct watch *lw)
+static struct link *link_new(struct kwatches *t, struct watch *lw)
 {
 	struct link *l;
 
 	if (lw->tree || lw->nlinks)
-		return mem_zalloc(sizeof(*l));
+		return mem_cache_zalloc(&t->link_cache, sizeof(struct link));
 	l = &lw->own;
 	memset(l, 0, sizeof(*l));
 	l->embedded = true;
 	return l;
 }
 
-static void link_free_unused(struct link *l)
+static void link_free_unused(struct kwatches *t, struct link *l)
 {
 	if (l && !l->embedded)
-		mem_free(l);
+		mem_cache_free(&t->link_cache, l);
 }
 
 static void link_unlink(struct fsnw *w, struct link *l)
@@ -578,7 +560,7 @@ static void link_unlink(struct fsnw *w, struct link *l)
 	list_del(&l->wnode);
 	l->kw->nlinks--;
 	l->watch->nlinks--;
-	link_free(l);
+	link_free(&w->kwatches, l);
 }
 
 void kwatch_detach(struct fsnw *w, struct link *l, bool park)
@@ -665,7 +647,7 @@ static int link_kwatch(struct fsnw *w, struct watch *lw, struct kwatch *kw, bool
 		kw->pins--;
 		if (kw->dropped) {
 			/* The object went while the lock was dropped. */
-			link_free_unused(l);
+			link_free_unused(&w->kwatches, l);
 			kwatch_unused(w, kw, false);
 			return -ENOENT;
 		}
@@ -700,7 +682,7 @@ int kwatch_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int di
 		const char *path, uint32_t kmask, uint32_t flags, struct strref *linkpath,
 		struct link **out)
 {
-	struct link *l = link_new(lw);
+	struct link *l = link_new(&w->kwatches, lw);
 	struct kwatch *kw;
 	bool existed;
 	int ret;
@@ -716,7 +698,7 @@ int kwatch_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int di
 	if (!kw && l && htab_reserve(&w->kwatches.by_key, 1) == 0)
 		kw = kwatch_new(w, key, flags);
 	if (!l || !kw) {
-		link_free_unused(l);
+		link_free_unused(&w->kwatches, l);
 		kwatch_unmark_new(w, key);
 		return -ENOMEM;
 	}
@@ -739,7 +721,7 @@ static int link_covered(struct fsnw *w, struct watch *lw, const struct kkey *key
 	struct kwatches *t = &w->kwatches;
 	struct kwatch *fs = kwatch_find(t, fskey->bytes, fskey->len);
 	struct kwatch *kw = kwatch_find(t, key->bytes, key->len);
-	struct link *l = link_new(lw);
+	struct link *l = link_new(&w->kwatches, lw);
 	bool existed = kw != NULL;
 	int ret;
 
@@ -753,7 +735,7 @@ static int link_covered(struct fsnw *w, struct watch *lw, const struct kkey *key
 			kw = kwatch_new(w, key, 0);
 	}
 	if (!l || !kw) {
-		link_free_unused(l);
+		link_free_unused(&w->kwatches, l);
 		/* A filesystem kernel watch covers something, or goes. */
 		if (fs && !fs->ncovered)
 			kwatch_doom(w, fs);

@@ -61,6 +61,7 @@
 
 #include "backend.h"
 #include "htab.h"
+#include "mem.h"
 #include "list.h"
 
 struct fsnw;
@@ -111,6 +112,10 @@ struct kwatch {
  * add mark twice. */
 #define KWATCH_DROPS_KEPT 64
 
+/* Kernel watch records with keys of up to this many bytes (inotify's wd) are
+ * recycled through the table's cache. */
+#define KWATCH_CACHED_KEY 8
+
 struct kwatches {
 	struct htab by_key;
 	struct list idle;     /* parked kernel watches, most recent first */
@@ -123,8 +128,8 @@ struct kwatches {
 	uint64_t drop_gen;    /* kernel drops seen: a mark made meanwhile is checked */
 	uint64_t drop_hash[KWATCH_DROPS_KEPT]; /* key hashes of the last drops, by drop_gen */
 	uint64_t serial;      /* the last kernel watch record made */
-	struct kwatch *spare; /* freed records kept for reuse (by ->victim) */
-	size_t nspare;
+	struct mem_cache kw_cache;   /* records with keys of up to KWATCH_CACHED_KEY bytes */
+	struct mem_cache link_cache; /* links that are not a watch's own */
 	unsigned hold_lock;   /* a tree walk runs: kernel calls keep the lock */
 	bool all_pending;     /* a batch: every link waits for its settle */
 	size_t nfsmarks;      /* filesystem-mark kernel watches (not objects watched) */

@@ -37,12 +37,13 @@ void *mem_alloc(size_t size)
 	return should_fail() ? NULL : malloc(size);
 }
 
-/* malloc and memset, not calloc: glibc's calloc skips the thread cache,
- * and small records come and go with every add and remove. */
+/* malloc and memset, not calloc: glibc's calloc skips the thread cache.
+ * The empty asm keeps the compiler from folding the pair into calloc. */
 void *mem_zalloc(size_t size)
 {
 	void *p = should_fail() ? NULL : malloc(size);
 
+	__asm__("" : "+r"(p));
 	if (p)
 		memset(p, 0, size);
 	return p;
@@ -56,6 +57,37 @@ void *mem_realloc(void *p, size_t size)
 void mem_free(void *p)
 {
 	free(p);
+}
+
+void mem_cache_init(struct mem_cache *c, size_t size)
+{
+	*c = (struct mem_cache){ .size = size < sizeof(void *) ? sizeof(void *) : size };
+}
+
+void *mem_cache_grow(struct mem_cache *c)
+{
+	void *p = mem_alloc(c->size);
+
+	if (p && ++c->used > c->peak)
+		c->peak = c->used;
+	return p;
+}
+
+void mem_cache_release(struct mem_cache *c, void *p)
+{
+	(void)c;
+	free(p);
+}
+
+void mem_cache_fini(struct mem_cache *c)
+{
+	while (c->free) {
+		void *p = c->free;
+
+		memcpy(&c->free, p, sizeof(void *));
+		free(p);
+	}
+	c->nfree = 0;
 }
 
 void mem_fail_after(long n)

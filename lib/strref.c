@@ -59,43 +59,20 @@ struct strref *strref_new_in(struct strpool *pool, const char *s, size_t len)
 
 	if (c < 0)
 		return strref_new(s, len);
-	if (pool->nfree[c]) {
-		p = pool->free[c];
-		/* A free string's first bytes hold the next free one. */
-		memcpy(&pool->free[c], p->s, sizeof(p));
-		pool->nfree[c]--;
-	} else {
-		p = mem_alloc(32u << c);
-		if (!p)
-			return NULL;
-	}
-	return fill(p, pool, s, len);
+	p = mem_cache_alloc(&pool->class[c]);
+	return p ? fill(p, pool, s, len) : NULL;
 }
 
-static void pool_put(struct strpool *pool, struct strref *p)
+void strpool_init(struct strpool *pool)
 {
-	int c = pool_class(p->len);
-
-	if (pool->nfree[c] >= STRPOOL_KEEP) {
-		mem_free(p);
-		return;
-	}
-	memcpy(p->s, &pool->free[c], sizeof(p));
-	pool->free[c] = p;
-	pool->nfree[c]++;
+	for (int c = 0; c < STRPOOL_CLASSES; c++)
+		mem_cache_init(&pool->class[c], 32u << c);
 }
 
 void strpool_fini(struct strpool *pool)
 {
-	for (int c = 0; c < STRPOOL_CLASSES; c++) {
-		while (pool->nfree[c]) {
-			struct strref *p = pool->free[c];
-
-			memcpy(&pool->free[c], p->s, sizeof(p));
-			pool->nfree[c]--;
-			mem_free(p);
-		}
-	}
+	for (int c = 0; c < STRPOOL_CLASSES; c++)
+		mem_cache_fini(&pool->class[c]);
 }
 
 struct strref *strref_join(const struct strref *dir, const char *name, size_t namelen)
@@ -123,7 +100,7 @@ void strref_put(struct strref *p)
 	if (!p || --p->refs)
 		return;
 	if (p->pool)
-		pool_put(p->pool, p);
+		mem_cache_free(&p->pool->class[pool_class(p->len)], p);
 	else
 		mem_free(p);
 }

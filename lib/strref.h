@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mem.h"
+
 struct strpool;
 
 struct strref {
@@ -22,14 +24,12 @@ struct strref {
 
 /*
  * Recycled strings for paths that come and go with watches (add/remove
- * churn), so that an add and a remove cost no malloc and free: a few free
- * strings per size class, kept by the handle. Used under its lock.
+ * churn), so that an add and a remove cost no malloc and free: a record
+ * cache (mem.h) per size class, kept by the handle. Used under its lock.
  */
 #define STRPOOL_CLASSES 4  /* 32, 64, 128 and 256 bytes, header included */
-#define STRPOOL_KEEP 64    /* free strings kept per class */
 struct strpool {
-	struct strref *free[STRPOOL_CLASSES];
-	uint32_t nfree[STRPOOL_CLASSES];
+	struct mem_cache class[STRPOOL_CLASSES];
 };
 
 struct strref *strref_new(const char *s, size_t len);
@@ -37,6 +37,7 @@ struct strref *strref_new(const char *s, size_t len);
 struct strref *strref_alloc(size_t len);
 /* As strref_new, from the pool where the string fits a class. */
 struct strref *strref_new_in(struct strpool *pool, const char *s, size_t len);
+void strpool_init(struct strpool *pool);
 /* Free what the pool keeps (its strings must all be back). */
 void strpool_fini(struct strpool *pool);
 /* dir + "/" + name (no doubled slash when dir is "/"). */

@@ -38,65 +38,38 @@ int watches_check(const char *path, uint32_t *mask, uint32_t *flags)
 	return 0;
 }
 
-/* Watch records kept for reuse, so that add/remove churn costs no malloc. */
-#define SPARE_MAX 64
-
 void watches_init(struct watches *t)
 {
 	memset(t, 0, sizeof(*t));
 	htab_init(&t->by_wid);
+	mem_cache_init(&t->cache, sizeof(struct watch));
+	strpool_init(&t->paths);
 	t->next_wid = 1;
 }
 
 static void free_watch(struct watches *t, struct watch *lw)
 {
 	strref_put(lw->path);
-	if (t->nspare < SPARE_MAX) {
-		lw->node.next = t->spare ? &t->spare->node : NULL;
-		t->spare = lw;
-		t->nspare++;
-		return;
-	}
-	mem_free(lw);
+	mem_cache_free(&t->cache, lw);
 }
 
 static void fini_watch(struct hnode *n, void *arg)
 {
 	struct watch *lw = container_of(n, struct watch, node);
 
-	(void)arg;
 	tree_free(lw);
-	strref_put(lw->path);
-	mem_free(lw);
+	free_watch(arg, lw);
 }
 
 void watches_fini(struct fsnw *w)
 {
 	struct watches *t = &w->watches;
 
-	htab_for_each(&t->by_wid, fini_watch, NULL);
+	htab_for_each(&t->by_wid, fini_watch, t);
 	htab_fini(&t->by_wid);
-	while (t->spare) {
-		struct watch *lw = t->spare;
-
-		t->spare = lw->node.next ? container_of(lw->node.next, struct watch, node) : NULL;
-		mem_free(lw);
-	}
-	t->nspare = 0;
+	mem_cache_fini(&t->cache);
 	/* Queued events hold paths: the queue is freed first (fsnw_close). */
 	strpool_fini(&t->paths);
-}
-
-static struct watch *watch_alloc(struct watches *t)
-{
-	struct watch *lw = t->spare;
-
-	if (!lw)
-		return mem_zalloc(sizeof(*lw));
-	t->spare = lw->node.next ? container_of(lw->node.next, struct watch, node) : NULL;
-	t->nspare--;
-	memset(lw, 0, sizeof(*lw));
-	return lw;
 }
 
 struct watch *watches_find(const struct watches *t, int wid)
@@ -143,7 +116,7 @@ static struct watch *watch_new(struct watches *t, const char *path, uint32_t mas
 
 	if (htab_reserve(&t->by_wid, 1) < 0)
 		return NULL;
-	lw = watch_alloc(t);
+	lw = mem_cache_zalloc(&t->cache, sizeof(struct watch));
 	if (!lw)
 		return NULL;
 	lw->path = strref_new_in(&t->paths, path, strlen(path));

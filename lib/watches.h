@@ -21,6 +21,7 @@
 #include "fsnwatch.h"
 #include "htab.h"
 #include "list.h"
+#include "mem.h"
 #include "queue.h"
 #include "strref.h"
 
@@ -84,8 +85,7 @@ struct watches {
 	struct htab by_wid;
 	int next_wid;
 	bool wrapped;          /* next_wid has wrapped: a wid may be in use */
-	struct watch *spare;   /* freed watch records kept for reuse (by node.next) */
-	size_t nspare;
+	struct mem_cache cache; /* watch records */
 	struct strpool paths;  /* the watches' path strings */
 };
 

@@ -342,7 +342,7 @@ START_TEST(add_revive_sweep)
 	struct sweep s = { setup_parked, call_add_file, after_add_revive, 0, 2, __func__ };
 
 	/* The remove that parked the kernel watch left its watch record and
-	 * path string to the handle's spare lists: a revive takes them, and
+	 * path string to the handle's record caches: a revive takes them, and
 	 * allocates nothing that could fail. */
 	ck_assert_int_eq(run_sweep(&s), 0);
 }
