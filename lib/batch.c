@@ -50,7 +50,7 @@ FSNW_EXPORT int fsnw_add_batch(struct fsnw *w, struct fsnw_batch_item *items, si
 		if (!added)
 			return -ENOMEM;
 	}
-	pthread_mutex_lock(&w->lock);
+	lock_take(&w->lock);
 	kwatch_batch(&w->kwatches, true);
 	failed = add_items(w, items, n, added, atomic);
 	kwatch_batch(&w->kwatches, false);
@@ -85,7 +85,7 @@ FSNW_EXPORT int fsnw_add_batch(struct fsnw *w, struct fsnw_batch_item *items, si
 			ok += items[i].result >= 0;
 	}
 	engine_end_call(w);
-	pthread_mutex_unlock(&w->lock);
+	lock_give(&w->lock);
 	if (added != stack)
 		mem_free(added);
 	return ok;
@@ -97,7 +97,7 @@ FSNW_EXPORT int fsnw_remove_batch(struct fsnw *w, const int *wids, size_t n, int
 
 	if (!w || (!wids && n) || n > INT_MAX)
 		return -EINVAL;
-	pthread_mutex_lock(&w->lock);
+	lock_take(&w->lock);
 	for (size_t i = 0; i < n; i++) {
 		int ret = watches_remove(w, wids[i]);
 
@@ -107,6 +107,6 @@ FSNW_EXPORT int fsnw_remove_batch(struct fsnw *w, const int *wids, size_t n, int
 			ok++;
 	}
 	engine_end_call(w);
-	pthread_mutex_unlock(&w->lock);
+	lock_give(&w->lock);
 	return ok;
 }

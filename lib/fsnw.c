@@ -18,12 +18,12 @@
 
 static void lock(const struct fsnw *w)
 {
-	pthread_mutex_lock(&((struct fsnw *)w)->lock);
+	lock_take(&((struct fsnw *)w)->lock);
 }
 
 static void unlock(const struct fsnw *w)
 {
-	pthread_mutex_unlock(&((struct fsnw *)w)->lock);
+	lock_give(&((struct fsnw *)w)->lock);
 }
 
 /*
@@ -83,17 +83,7 @@ struct fsnw *handle_alloc(const struct fsnw_options *o)
 	w->kfd = -1;
 	w->open_flags = o->flags;
 	w->st.size = sizeof(w->st);
-	/* The lock guards short stretches of bookkeeping between syscalls,
-	 * never a syscall: a waiter spins a little before it sleeps, where a
-	 * futex sleep and wake cost more than the stretch it waits for. */
-	{
-		pthread_mutexattr_t a;
-
-		pthread_mutexattr_init(&a);
-		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
-		pthread_mutex_init(&w->lock, &a);
-		pthread_mutexattr_destroy(&a);
-	}
+	w->lock = (struct lock)LOCK_INIT;
 	watches_init(&w->watches);
 	kwatch_table_init(&w->kwatches, o->idle_watches);
 	trees_init(&w->trees, o->tree_cache);
@@ -153,7 +143,6 @@ FSNW_EXPORT void fsnw_close(struct fsnw *w)
 		close(w->kfd);
 	}
 	engine_fini(w);
-	pthread_mutex_destroy(&w->lock);
 	mem_free(w);
 }
 

@@ -25,13 +25,14 @@
 #include "fsnwatch.h"
 #include "kwatch.h"
 #include "list.h"
+#include "lock.h"
 #include "probes.h"
 #include "queue.h"
 #include "tree.h"
 #include "watches.h"
 
 struct fsnw {
-	pthread_mutex_t lock;
+	struct lock lock;       /* lock.h */
 	const struct backend *be;
 	void *be_state;         /* backend private */
 	int kfd;                /* the kernel group fd */

@@ -126,14 +126,14 @@ static bool unlock_for_call(struct fsnw *w)
 {
 	if (w->kwatches.hold_lock)
 		return false;
-	pthread_mutex_unlock(&w->lock);
+	lock_give(&w->lock);
 	return true;
 }
 
 static void relock(struct fsnw *w, bool dropped)
 {
 	if (dropped)
-		pthread_mutex_lock(&w->lock);
+		lock_take(&w->lock);
 }
 
 static int mark_call(struct fsnw *w, int dirfd, const char *path, uint32_t kmask,
