@@ -349,9 +349,15 @@ static void sync_epoll(struct fsnw *w)
 
 static void sync_wakers(struct fsnw *w)
 {
+	struct engine *e = &w->engine;
+
 	sync_ready(w);
-	sync_timer(w);
-	sync_epoll(w);
+	/* No tree has ever had a retry or a mount table: nothing to do (the
+	 * common case, checked here as every call ends with it). */
+	if (e->timerfd >= 0 || trees_retry_due(&w->trees))
+		sync_timer(w);
+	if (e->epfd >= 0)
+		sync_epoll(w);
 }
 
 size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *err,

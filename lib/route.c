@@ -203,6 +203,8 @@ void route_settle(struct fsnw *w)
 		}
 	}
 	kwatch_repend(&w->kwatches, &later);
-	fantree_settle(w);
-	end_fantrees(w);
+	if (fantrees_busy(&w->trees.fan)) {
+		fantree_settle(w);
+		end_fantrees(w);
+	}
 }
