@@ -150,7 +150,7 @@ static ssize_t fill(struct fsnw *w, unsigned flags)
 	uint64_t t0 = (flags & DRAIN_TIMED) ? stats_start(w) : 0;
 	ssize_t n = read_group(w);
 
-	stats_end(w, &w->st.lat_kernel_read, t0);
+	stats_end(w, LAT_KERNEL_READ, t0);
 	if (n <= 0)
 		return n;
 	e->rpos = 0;

@@ -84,6 +84,7 @@ struct fsnw *handle_alloc(const struct fsnw_options *o)
 	w->open_flags = o->flags;
 	w->st.size = sizeof(w->st);
 	w->lock = (struct lock)LOCK_INIT;
+	w->lat[0] = &w->lat0;
 	watches_init(&w->watches);
 	kwatch_table_init(&w->kwatches, o->idle_watches);
 	trees_init(&w->trees, o->tree_cache);
@@ -143,6 +144,7 @@ FSNW_EXPORT void fsnw_close(struct fsnw *w)
 		close(w->kfd);
 	}
 	engine_fini(w);
+	stats_fini(w);
 	mem_free(w);
 }
 

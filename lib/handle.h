@@ -31,6 +31,21 @@
 #include "tree.h"
 #include "watches.h"
 
+/*
+ * The latency histograms of struct fsnw_stats, one set per thread slot: two
+ * threads on one handle write lines of their own. Measured with two workers
+ * adding and removing on one handle: 12.0 us a watch with timing, 10.3 us
+ * without, when all threads shared one set of histograms. Sized to whole
+ * cache lines; slot 0's is inside the handle, the others are allocated on
+ * a thread's first timed call (stats.h: stats_lat).
+ */
+enum lat_kind { LAT_ADD, LAT_REMOVE, LAT_KERNEL_MARK, LAT_KERNEL_UNMARK, LAT_KERNEL_READ, LAT_KINDS };
+#define LAT_SHARDS 8
+struct lat_shard {
+	struct fsnw_histogram h[LAT_KINDS];
+	char pad[64 - LAT_KINDS * sizeof(struct fsnw_histogram) % 64];
+};
+
 struct fsnw {
 	struct lock lock;       /* lock.h */
 	const struct backend *be;
@@ -44,6 +59,8 @@ struct fsnw {
 	struct queue *q;
 	struct fsnw_stats st;   /* counters; queue figures are folded in at snapshot */
 	uint64_t clock_mult;    /* ns per TSC tick (32.32); 0: timing ticks are ns (stats.c) */
+	struct lat_shard *lat[LAT_SHARDS]; /* by thread slot; [0] is lat0 */
+	struct lat_shard lat0;
 };
 
 /*

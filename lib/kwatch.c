@@ -299,7 +299,8 @@ static void flush_some(struct fsnw *w)
 		struct kwatch *kw = batch[i];
 
 		if (took[i])
-			stats_hist_add(&w->st.lat_kernel_unmark, stats_ticks_to_ns(w, took[i]));
+			stats_hist_add(stats_lat(w, LAT_KERNEL_UNMARK),
+				       stats_ticks_to_ns(w, took[i]));
 		PROBE2(unmark, kw->wd, kw->kmask);
 		kw->pins--;
 		/* An add took the record over with a new mark: it lives on.
@@ -460,7 +461,7 @@ int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uin
 			ret = -ENOENT;
 		break;
 	}
-	*t1 = stats_end(w, &w->st.lat_kernel_mark, t0);
+	*t1 = stats_end(w, LAT_KERNEL_MARK, t0);
 	PROBE2(mark, ret, kmask);
 	return ret;
 }
@@ -609,7 +610,7 @@ static void clear_excl_unlink(struct fsnw *w, struct kwatch *kw, int dirfd, cons
 		want |= kw->kmask;
 		ret = mark_call(w, dirfd, path, want, flags & ~FSNW_WATCH_EXCL_UNLINK, 0, &again);
 	}
-	stats_end(w, &w->st.lat_kernel_mark, t0);
+	stats_end(w, LAT_KERNEL_MARK, t0);
 	/* If the path moved to another object meanwhile, the flag stays: the
 	 * cost is events from unlinked children, never a lost event. */
 	if (ret == 0 && again.len == kw->keylen && memcmp(again.bytes, kw->key, kw->keylen) == 0)

@@ -49,6 +49,16 @@ void *mem_zalloc(size_t size)
 	return p;
 }
 
+void *mem_zalloc_aligned(size_t align, size_t size)
+{
+	void *p = NULL;
+
+	if (should_fail() || posix_memalign(&p, align, size) != 0)
+		return NULL;
+	memset(p, 0, size);
+	return p;
+}
+
 void *mem_realloc(void *p, size_t size)
 {
 	return should_fail() ? NULL : realloc(p, size);

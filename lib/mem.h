@@ -12,6 +12,8 @@
 
 void *mem_alloc(size_t size);
 void *mem_zalloc(size_t size);
+/* Zeroed, at an address that is a multiple of align (a power of two). */
+void *mem_zalloc_aligned(size_t align, size_t size);
 void *mem_realloc(void *p, size_t size);
 void mem_free(void *p);
 

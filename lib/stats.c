@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "export.h"
+#include "mem.h"
 #include "stats.h"
 
 #if defined(__x86_64__)
@@ -92,11 +94,59 @@ FSNW_EXPORT uint64_t fsnw_histogram_quantile(const struct fsnw_histogram *h, dou
 	return h->max_ns;
 }
 
+__thread unsigned stats_thread_slot __attribute__((tls_model("initial-exec")));
+static atomic_uint threads_seen;
+
+/* Threads are numbered in the order they first time something, so the
+ * first LAT_SHARDS threads of a process get shards of their own. */
+unsigned stats_new_slot(void)
+{
+	unsigned slot = atomic_fetch_add_explicit(&threads_seen, 1, memory_order_relaxed) + 1;
+
+	return slot ? slot : 1;
+}
+
+struct lat_shard *stats_lat_new(struct fsnw *w, unsigned i)
+{
+	struct lat_shard *s = mem_zalloc_aligned(64, sizeof(*s));
+
+	if (!s)
+		return &w->lat0; /* shared, as before shards; tried again next time */
+	w->lat[i] = s;
+	return s;
+}
+
+void stats_fini(struct fsnw *w)
+{
+	for (unsigned i = 0; i < LAT_SHARDS; i++) {
+		if (w->lat[i] != &w->lat0)
+			mem_free(w->lat[i]);
+		w->lat[i] = NULL;
+	}
+}
+
+static void hist_merge(struct fsnw_histogram *to, const struct fsnw_histogram *h)
+{
+	to->count += h->count;
+	to->sum_ns += h->sum_ns;
+	if (h->max_ns > to->max_ns)
+		to->max_ns = h->max_ns;
+	for (int b = 0; b < FSNW_HIST_BUCKETS; b++)
+		to->buckets[b] += h->buckets[b];
+}
+
 void stats_snapshot(const struct fsnw *w, struct fsnw_stats *out)
 {
 	const struct queue_counters *c = queue_counters(w->q);
+	struct fsnw_histogram *lat[LAT_KINDS] = {
+		&out->lat_add, &out->lat_remove, &out->lat_kernel_mark, &out->lat_kernel_unmark,
+		&out->lat_kernel_read,
+	};
 
 	*out = w->st;
+	for (unsigned i = 0; i < LAT_SHARDS; i++)
+		for (int k = 0; k < LAT_KINDS && w->lat[i]; k++)
+			hist_merge(lat[k], &w->lat[i]->h[k]);
 	out->size = sizeof(*out);
 	out->backend = (uint32_t)w->be->id;
 	out->logical_watches = watches_count(&w->watches);

@@ -53,27 +53,48 @@ static inline uint64_t stats_start(const struct fsnw *w)
 
 void stats_hist_add(struct fsnw_histogram *h, uint64_t ns);
 
-/* Record the time since t0 (from stats_start) into h. */
-/* Record the time since t0 (from stats_start) into h; returns the end tick
+/* The calling thread's slot, numbered from 1 on its first timed call. */
+extern __thread unsigned stats_thread_slot __attribute__((tls_model("initial-exec")));
+unsigned stats_new_slot(void);
+/* The shard of slot i, allocated now (lat0 where that fails). */
+struct lat_shard *stats_lat_new(struct fsnw *w, unsigned i);
+
+/* The calling thread's histograms (lock held). */
+static inline struct fsnw_histogram *stats_lat(struct fsnw *w, enum lat_kind k)
+{
+	unsigned slot = stats_thread_slot;
+	struct lat_shard *s;
+
+	if (__builtin_expect(!slot, 0))
+		slot = stats_thread_slot = stats_new_slot();
+	s = w->lat[slot % LAT_SHARDS];
+	if (__builtin_expect(!s, 0))
+		s = stats_lat_new(w, slot % LAT_SHARDS);
+	return &s->h[k];
+}
+
+/* Record the time since t0 (from stats_start) as a k; returns the end tick
  * (0 when timing is off), so another histogram can end at the same read. */
-static inline uint64_t stats_end(const struct fsnw *w, struct fsnw_histogram *h, uint64_t t0)
+static inline uint64_t stats_end(struct fsnw *w, enum lat_kind k, uint64_t t0)
 {
 	uint64_t t1;
 
 	if (!t0)
 		return 0;
 	t1 = stats_ticks(w);
-	stats_hist_add(h, stats_ticks_to_ns(w, t1 - t0));
+	stats_hist_add(stats_lat(w, k), stats_ticks_to_ns(w, t1 - t0));
 	return t1;
 }
 
-/* Record t1 - t0 into h, both ticks read already. */
-static inline void stats_end_at(const struct fsnw *w, struct fsnw_histogram *h, uint64_t t0,
-				uint64_t t1)
+/* Record t1 - t0 as a k, both ticks read already. */
+static inline void stats_end_at(struct fsnw *w, enum lat_kind k, uint64_t t0, uint64_t t1)
 {
 	if (t0 && t1)
-		stats_hist_add(h, stats_ticks_to_ns(w, t1 - t0));
+		stats_hist_add(stats_lat(w, k), stats_ticks_to_ns(w, t1 - t0));
 }
+
+/* Free the shards allocated (fsnw_close). */
+void stats_fini(struct fsnw *w);
 
 /* Add what a mark operation made (lock held). */
 static inline void sys_tally_fold(struct fsnw *w, const struct sys_tally *t)

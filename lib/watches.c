@@ -183,7 +183,7 @@ static int add_plain(struct fsnw *w, const char *path, uint32_t mask, uint32_t f
 	 * returned (or, with no mark call, until now). The bookkeeping after
 	 * it is well under a microsecond. */
 	if (t0)
-		stats_end_at(w, &w->st.lat_add, t0, t1 ? t1 : stats_ticks(w));
+		stats_end_at(w, LAT_ADD, t0, t1 ? t1 : stats_ticks(w));
 	lw = watch_new(&w->watches, path, mask, flags);
 	if (!lw) {
 		kwatch_unmark_new(w, &key);
@@ -228,7 +228,7 @@ int watches_add(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
 	if (flags & FSNW_WATCH_TREE) {
 		ret = add_tree(w, path, mask, flags, out);
 		if (ret == 0)
-			stats_end(w, &w->st.lat_add, t0);
+			stats_end(w, LAT_ADD, t0);
 	} else {
 		ret = add_plain(w, path, mask, flags, t0, out);
 	}
@@ -275,7 +275,7 @@ int watches_remove(struct fsnw *w, int wid)
 		return -ENOENT;
 	w->st.remove_calls++;
 	remove_watch(w, lw, true);
-	stats_end(w, &w->st.lat_remove, t0);
+	stats_end(w, LAT_REMOVE, t0);
 	PROBE1(remove, wid);
 	return 0;
 }
