@@ -120,6 +120,15 @@ static void *writer(void *arg)
 	return NULL;
 }
 
+static uint64_t hist_total(const struct fsnw_histogram *h)
+{
+	uint64_t n = 0;
+
+	for (int b = 0; b < FSNW_HIST_BUCKETS; b++)
+		n += h->buckets[b];
+	return n;
+}
+
 /* Returns the handle's final stats; asserts the consistency checks. */
 static struct fsnw_stats run(uint32_t idle)
 {
@@ -157,6 +166,13 @@ static struct fsnw_stats run(uint32_t idle)
 	ck_assert_uint_eq(st.logical_watches, 0);
 	ck_assert_uint_eq(st.kernel_watches, st.parked_watches);
 	ck_assert_uint_le(st.parked_watches, idle);
+	/* Eleven threads timed into per-thread histograms (eight shards, so
+	 * some share one): the snapshot adds them up, sample for sample. */
+	ck_assert_uint_eq(st.lat_add.count, st.add_calls);
+	ck_assert_uint_eq(st.lat_remove.count, st.remove_calls);
+	ck_assert_uint_eq(hist_total(&st.lat_add), st.lat_add.count);
+	ck_assert_uint_eq(hist_total(&st.lat_remove), st.lat_remove.count);
+	ck_assert_uint_eq(hist_total(&st.lat_kernel_read), st.lat_kernel_read.count);
 	for (int i = 0; i < MAX_WID; i++)
 		ck_assert_int_eq(atomic_load(&s.alive[i]), 0);
 	fsnw_close(s.w);

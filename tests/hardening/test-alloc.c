@@ -836,6 +836,43 @@ static void after_close(struct fx *f, int ret, bool hit)
 	(void)f;
 }
 
+/*
+ * Churn reuses what it freed: after one round of adds and removes of 200
+ * watches, a second round allocates nothing (the record caches of mem.h
+ * hold the watch and kernel watch records and the path strings).
+ */
+START_TEST(churn_reuses_records)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char p[PATH_MAX];
+	int wid[200];
+
+	for (int i = 0; i < 200; i++) {
+		snprintf(p, sizeof(p), "f%d", i);
+		touch(dir, p);
+	}
+	for (int round = 0; round < 2; round++) {
+		mem_fail_after(-1); /* and count this thread's allocations from 0 */
+		for (int i = 0; i < 200; i++) {
+			snprintf(p, sizeof(p), "%s/f%d", dir, i);
+			wid[i] = fsnw_add(w, p, FSNW_ATTRIB, 0);
+			ck_assert_int_gt(wid[i], 0);
+		}
+		for (int i = 0; i < 200; i++)
+			ck_assert_int_eq(fsnw_remove(w, wid[i]), 0);
+		fsnw_pump(w);
+		if (round == 0)
+			ck_assert_int_ge(mem_count(), 3 * 200);
+		else
+			ck_assert_int_eq(mem_count(), 0);
+	}
+	check_consistent(w, 0);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 START_TEST(close_sweep)
 {
 	/* Closing with events queued, a tree, and parked watches. */
@@ -889,5 +926,6 @@ TEST_SUITE(alloc_failures)
 	ADD_TEST(s, pump_sweep);
 	ADD_TEST(s, stats_sweep);
 	ADD_TEST(s, close_sweep);
+	ADD_TEST(s, churn_reuses_records);
 	return s;
 }
