@@ -88,6 +88,12 @@ static ssize_t read_group(struct fsnw *w)
 	return n;
 }
 
+/* What route_cb gets: the handle, and the lane of this decode (route.h). */
+struct route_run {
+	struct fsnw *w;
+	struct route_lane lane;
+};
+
 /*
  * Route one decoded event. In a direct read, ask the decoder to stop once
  * the caller's array could not take another record like this one: the rest
@@ -97,12 +103,21 @@ static ssize_t read_group(struct fsnw *w)
  */
 static bool route_cb(void *arg, const struct kevent *ev)
 {
-	struct fsnw *w = arg;
+	struct route_run *run = arg;
+	struct fsnw *w = run->w;
 	struct engine *e = &w->engine;
-	unsigned r = route_event(w, ev), pushes = ROUTE_PUSHES(r);
+	int lane = route_lane_take(&run->lane, w->q, ev);
+	unsigned pushes;
 
-	if (r & ROUTE_OVERFLOW)
-		e->reconcile = true;
+	if (lane >= 0) {
+		pushes = (unsigned)lane;
+	} else {
+		unsigned r = route_event(w, ev, &run->lane);
+
+		pushes = ROUTE_PUSHES(r);
+		if (r & ROUTE_OVERFLOW)
+			e->reconcile = true;
+	}
 	e->consumed = ev->end;
 	if (!e->direct || e->complete)
 		return true;
@@ -117,6 +132,7 @@ static bool route_cb(void *arg, const struct kevent *ev)
 static bool route_buffered(struct fsnw *w)
 {
 	struct engine *e = &w->engine;
+	struct route_run run = { .w = w };
 	size_t len = e->rlen - e->rpos;
 
 	e->stop = false;
@@ -131,7 +147,7 @@ static bool route_buffered(struct fsnw *w)
 		queue_direct_lend(w->q, lend);
 		e->room = queue_direct_room(w->q);
 	}
-	w->be->decode(w, e->rbuf + e->rpos, len, route_cb, w);
+	w->be->decode(w, e->rbuf + e->rpos, len, route_cb, &run);
 	/* Deferred pushes name names in rbuf: they go in before it changes. */
 	queue_flush(w->q);
 	/* A decoder that did not stop, or did not say where, used it all. */
