@@ -199,69 +199,90 @@ int qdirect_add(struct queue *q, const struct queue_pend *p, uint8_t f, uint32_t
 }
 
 /*
- * queue_push_one() for a deferred event of a direct read while the array is all that
- * waits and direct_limit() allows, in the common case: merged in the array,
- * or added to it with the name lent, while fewer than `limit` entries are
- * in it. Returns false, having changed nothing, for anything else (a full
- * array, a drop), which queue_push_one() then does.
+ * queue_push_one() for the deferred pushes p[0 .. n) of a direct read while
+ * the array is all that waits and direct_limit() allows, in the common case:
+ * each merged in the array, or added to it with its name lent, while fewer
+ * than `limit` entries are in it. Returns how many it took; it stops,
+ * having changed nothing for it, at the first it cannot take (a full array,
+ * a drop), which queue_push_one() then does. The array's counts live in
+ * locals meanwhile: stores into the caller's array could otherwise alias
+ * them, and every one would be loaded again per event.
  */
-static inline bool direct_push(struct queue *q, const struct queue_pend *p, uint32_t limit)
+static uint32_t direct_run(struct queue *q, const struct queue_pend *p, uint32_t n,
+			   uint32_t limit)
 {
 	struct direct *d = &q->d;
-	uint8_t f = event_flags(q, p);
-	uint32_t dpos = 0, dnewest = NONE, i;
-	struct fsnw_event *ev;
-	struct dmeta *m;
+	struct fsnw_event *evs = d->evs;
+	struct dmeta *meta = d->meta;
+	uint32_t *tab = d->tab;
+	uint32_t dn = d->n, live = d->live, nheld = d->nheld, k;
+	struct strref *held = nheld ? d->held[nheld - 1] : NULL;
+	uint64_t queued = 0, merged = 0;
 
-	if (f & F_KEYED) {
-		dpos = direct_find(d, p->hash, p, &dnewest);
-		if (f & F_MERGEABLE) {
-			int budget = QUEUE_MERGE_SCAN;
+	for (k = 0; k < n; k++, p++) {
+		uint8_t f = event_flags(q, p);
+		uint32_t dpos = 0, dnewest = NONE, i;
+		struct fsnw_event *ev;
+		struct dmeta *m;
 
-			i = scan(d, dnewest, p->mask, &budget);
-			if (i != NONE) {
-				d->evs[i].count++;
-				q->c.merged++;
-				PROBE2(merge, p->owner->wid, p->mask);
-				return true;
+		if (f & F_KEYED) {
+			dpos = direct_find(d, p->hash, p, &dnewest);
+			if (f & F_MERGEABLE) {
+				int budget = QUEUE_MERGE_SCAN;
+
+				i = scan(d, dnewest, p->mask, &budget);
+				if (i != NONE) {
+					evs[i].count++;
+					merged++;
+					PROBE2(merge, p->owner->wid, p->mask);
+					continue;
+				}
 			}
 		}
+		if (dn >= limit || (p->mask & FSNW_OVERFLOW) || p->namelen >= UINT16_MAX)
+			break;
+		i = dn++;
+		ev = &evs[i];
+		ev->wid = p->owner->wid;
+		ev->mask = p->mask;
+		ev->cookie = p->cookie;
+		ev->count = 1;
+		ev->path = p->path ? p->path->s : NULL;
+		ev->name = p->name;
+		m = &meta[i];
+		m->owner = p->owner;
+		m->path = p->path;
+		m->hash = p->hash;
+		m->mask = p->mask;
+		m->namelen = (uint16_t)p->namelen;
+		m->flags = f;
+		m->older = dnewest;
+		m->tpos = NONE;
+		if (f & F_KEYED) {
+			m->tpos = dpos;
+			tab[dpos] = DTAB_ENTRY(p->hash, i);
+		}
+		if (!nheld || held != p->path) {
+			held = p->path;
+			d->held[nheld++] = strref_get(held);
+		}
+		live++;
+		p->owner->queued++;
+		queued++;
 	}
-	if (d->n >= limit || (p->mask & FSNW_OVERFLOW) || p->namelen >= UINT16_MAX)
-		return false;
-	i = d->n++;
-	ev = &d->evs[i];
-	ev->wid = p->owner->wid;
-	ev->mask = p->mask;
-	ev->cookie = p->cookie;
-	ev->count = 1;
-	ev->path = p->path ? p->path->s : NULL;
-	ev->name = p->name;
-	m = &d->meta[i];
-	m->owner = p->owner;
-	m->path = p->path;
-	m->hash = p->hash;
-	m->mask = p->mask;
-	m->namelen = (uint16_t)p->namelen;
-	m->flags = f;
-	m->older = dnewest;
-	m->tpos = NONE;
-	if (f & F_KEYED) {
-		m->tpos = dpos;
-		d->tab[dpos] = DTAB_ENTRY(p->hash, i);
-	}
-	if (!d->nheld || d->held[d->nheld - 1] != p->path)
-		d->held[d->nheld++] = strref_get(p->path);
-	d->live++;
-	p->owner->queued++;
-	q->c.queued++;
-	if (d->live > q->c.high_water)
-		q->c.high_water = d->live;
-	q->c.depth = d->live;
-	return true;
+	d->n = dn;
+	d->live = live;
+	d->nheld = nheld;
+	q->c.queued += queued;
+	q->c.merged += merged;
+	/* live only grew: its last value is the run's highest. */
+	if (live > q->c.high_water)
+		q->c.high_water = live;
+	q->c.depth = live;
+	return k;
 }
 
-/* direct_push's limit for the pushes to come, or 0 when queue_push_one() must do them. */
+/* direct_run's limit for the pushes to come, or 0 when queue_push_one() must do them. */
 static uint32_t direct_limit(const struct queue *q, unsigned flags)
 {
 	const struct direct *d = &q->d;
@@ -277,23 +298,26 @@ static uint32_t direct_limit(const struct queue *q, unsigned flags)
 /*
  * A direct read's deferred pushes: the hashes first, in one loop whose
  * multiplies overlap (the direct index is small and in cache: nothing to
- * prefetch), then each push in order, the common case inline.
+ * prefetch), then the pushes in order, runs of the common case inline.
  */
 void qdirect_flush(struct queue *q, uint32_t n)
 {
 	unsigned flags = q->d.lend_names ? PUSH_LENT_NAME : 0;
-	uint32_t limit;
+	const struct queue_pend *p = q->deferred.p;
+	uint32_t limit, i = 0;
 
 	if (q->merge)
-		for (uint32_t i = 0; i < n; i++)
-			q->deferred.p[i].hash = key_hash(&q->deferred.p[i]);
+		for (uint32_t k = 0; k < n; k++)
+			q->deferred.p[k].hash = key_hash(&q->deferred.p[k]);
 	limit = direct_limit(q, flags);
-	for (uint32_t i = 0; i < n; i++) {
-		const struct queue_pend *p = &q->deferred.p[i];
-
-		if (limit && direct_push(q, p, limit))
-			continue;
-		(void)queue_push_one(q, p, flags, q->merge);
+	while (i < n) {
+		if (limit) {
+			i += direct_run(q, p + i, n - i, limit);
+			if (i == n)
+				break;
+		}
+		(void)queue_push_one(q, p + i, flags, q->merge);
+		i++;
 		limit = direct_limit(q, flags);
 	}
 }
@@ -357,28 +381,55 @@ size_t queue_direct_room(const struct queue *q)
 	return d->max - d->n - q->deferred.n;
 }
 
+/* The direct index emptied for the next read: by entry when few were keyed. */
+static void direct_clear_index(struct direct *d)
+{
+	if ((size_t)d->n * 16 >= (size_t)d->tmask + 1) {
+		memset(d->tab, 0, ((size_t)d->tmask + 1) * sizeof(*d->tab));
+		return;
+	}
+	for (uint32_t i = 0; i < d->n; i++)
+		if (d->meta[i].tpos != NONE)
+			d->tab[d->meta[i].tpos] = 0;
+}
+
 size_t queue_direct_end(struct queue *q)
 {
 	struct direct *d = &q->d;
-	uint32_t j = 0;
+	struct qowner *owner = NULL;
+	uint32_t j = 0, run = 0;
 
 	queue_flush(q);
 	if (!d->on)
 		return 0;
+	direct_clear_index(d);
+	/* Owners' counts drop by runs: a read's events mostly share one. */
 	for (uint32_t i = 0; i < d->n; i++) {
 		struct dmeta *m = &d->meta[i];
 
-		if (m->tpos != NONE)
-			d->tab[m->tpos] = 0;
-		if (m->flags & F_DEAD)
-			continue;
-		if (m->owner)
-			m->owner->queued--;
-		if (i != j) {
-			d->evs[j] = d->evs[i];
-			d->meta[j] = *m;
+		if (m->owner != owner) {
+			if (owner)
+				owner->queued -= run;
+			owner = m->owner;
+			run = 0;
 		}
-		j++;
+		run += !(m->flags & F_DEAD);
+	}
+	if (owner)
+		owner->queued -= run;
+	/* Purged entries leave holes: the rest move up (rare). */
+	if (d->live != d->n) {
+		for (uint32_t i = 0; i < d->n; i++) {
+			if (d->meta[i].flags & F_DEAD)
+				continue;
+			if (i != j) {
+				d->evs[j] = d->evs[i];
+				d->meta[j] = d->meta[i];
+			}
+			j++;
+		}
+	} else {
+		j = d->n;
 	}
 	d->on = false;
 	d->lent = true;
