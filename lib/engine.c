@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "handle.h"
+#include "inotify-decode.h"
 #include "mem.h"
 #include "ring.h"
 #include "route.h"
@@ -101,7 +102,7 @@ struct route_run {
  * Every push counts against the room, merges too: the room is rechecked
  * when the decoder has stopped.
  */
-static bool route_cb(void *arg, const struct kevent *ev)
+static inline __attribute__((always_inline)) bool route_cb(void *arg, const struct kevent *ev)
 {
 	struct route_run *run = arg;
 	struct fsnw *w = run->w;
@@ -147,7 +148,10 @@ static bool route_buffered(struct fsnw *w)
 		queue_direct_lend(w->q, lend);
 		e->room = queue_direct_room(w->q);
 	}
-	w->be->decode(w, e->rbuf + e->rpos, len, route_cb, &run);
+	if (w->be->inotify_records)
+		inotify_decode_inline(e->rbuf + e->rpos, len, route_cb, &run);
+	else
+		w->be->decode(w, e->rbuf + e->rpos, len, route_cb, &run);
 	/* Deferred pushes name names in rbuf: they go in before it changes. */
 	queue_flush(w->q);
 	/* A decoder that did not stop, or did not say where, used it all. */
