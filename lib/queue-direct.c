@@ -14,18 +14,9 @@
 #include "mem.h"
 #include "probes.h"
 #include "queue-impl.h"
+#include "queue-lane.h"
 
 #define ARENA_BLOCK 16384
-
-/*
- * A direct index entry: the entry's place + 1 in its low bits, the high
- * bits of its key's hash above, so a probe past another key rarely reads
- * that key's entry.
- */
-#define DTAB_BITS 13
-_Static_assert(QUEUE_DIRECT_MAX < (1u << DTAB_BITS), "a place + 1 fits DTAB_BITS");
-#define DTAB_ENTRY(hash, i) (((hash) & ~((1u << DTAB_BITS) - 1)) | ((i) + 1))
-#define DTAB_PLACE(e) (((e) & ((1u << DTAB_BITS) - 1)) - 1)
 
 static void arena_reset(struct arena *a)
 {
@@ -92,69 +83,9 @@ take:
 
 /* ---- the direct index ---- */
 
-static inline bool dmeta_is_key(const struct direct *d, uint32_t i, const struct queue_pend *p)
-{
-	const struct dmeta *m = &d->meta[i];
-
-	if (m->owner != p->owner || m->path != p->path || !(m->flags & F_NAME) != !p->name)
-		return false;
-	return !p->name || (m->namelen == p->namelen && !memcmp(d->evs[i].name, p->name,
-								    p->namelen));
-}
-
-/* As index_find, in the direct index. A key whose entries were purged has
- * none: a new entry takes its place. */
-static inline uint32_t direct_find(const struct direct *d, uint32_t hash,
-				   const struct queue_pend *p, uint32_t *newest)
-{
-	uint32_t pos = hash & d->tmask, tag = DTAB_ENTRY(hash, 0) - 1;
-
-	for (;; pos = (pos + 1) & d->tmask) {
-		uint32_t e = d->tab[pos], i = DTAB_PLACE(e);
-
-		if (!e)
-			break;
-		if ((e & ~((1u << DTAB_BITS) - 1)) == tag && d->meta[i].hash == hash &&
-		    dmeta_is_key(d, i, p)) {
-			*newest = (d->meta[i].flags & F_DEAD) ? NONE : i;
-			return pos;
-		}
-	}
-	*newest = NONE;
-	return pos;
-}
-
-uint32_t qdirect_find(const struct direct *d, uint32_t hash, const struct queue_pend *p,
-		      uint32_t *newest)
-{
-	return direct_find(d, hash, p, newest);
-}
-
-static inline uint32_t scan(const struct direct *d, uint32_t i, uint32_t mask, int *budget)
-{
-	while (i != NONE && *budget > 0) {
-		const struct dmeta *m = &d->meta[i];
-
-		(*budget)--;
-		if (m->flags & F_BARRIER) {
-			*budget = 0;
-			return NONE;
-		}
-		if (m->mask == mask && (m->flags & F_MERGEABLE))
-			return i;
-		i = m->older;
-	}
-	return NONE;
-}
-
-uint32_t qdirect_scan(const struct direct *d, uint32_t i, uint32_t mask, int *budget)
-{
-	return scan(d, i, mask, budget);
-}
-
 /* ---- pushes ---- */
 
-/* dpos, dnewest: qdirect_find's answer. */
+/* dpos, dnewest: direct_find's answer. */
 int qdirect_add(struct queue *q, const struct queue_pend *p, uint8_t f, uint32_t hash,
 		uint32_t dpos, uint32_t dnewest, unsigned flags)
 {
@@ -177,14 +108,12 @@ int qdirect_add(struct queue *q, const struct queue_pend *p, uint8_t f, uint32_t
 	ev->mask = p->mask;
 	ev->cookie = p->cookie;
 	ev->count = 1;
-	ev->path = p->path ? p->path->s : NULL;
+	ev->path = path_str(p->path);
 	ev->name = name;
 	m->owner = p->owner;
-	m->path = p->path;
 	if (!d->nheld || d->held[d->nheld - 1] != p->path)
 		d->held[d->nheld++] = strref_get(p->path);
 	m->hash = hash;
-	m->mask = p->mask;
 	m->namelen = (uint16_t)p->namelen;
 	m->flags = f;
 	m->older = m->tpos = NONE;
@@ -193,6 +122,7 @@ int qdirect_add(struct queue *q, const struct queue_pend *p, uint8_t f, uint32_t
 		m->tpos = dpos;
 		d->tab[dpos] = DTAB_ENTRY(hash, i);
 	}
+	direct_note_owner(d, p->owner);
 	d->n++;
 	d->live++;
 	return 0;
@@ -204,12 +134,12 @@ int qdirect_add(struct queue *q, const struct queue_pend *p, uint8_t f, uint32_t
  * each merged in the array, or added to it with its name lent, while fewer
  * than `limit` entries are in it. Returns how many it took; it stops,
  * having changed nothing for it, at the first it cannot take (a full array,
- * a drop), which queue_push_one() then does. The array's counts live in
+ * a drop), which queue_push_one() then does. It hashes each push itself,
+ * seeding once per run of one owner and path. The array's counts live in
  * locals meanwhile: stores into the caller's array could otherwise alias
  * them, and every one would be loaded again per event.
  */
-static uint32_t direct_run(struct queue *q, const struct queue_pend *p, uint32_t n,
-			   uint32_t limit)
+static uint32_t direct_run(struct queue *q, struct queue_pend *p, uint32_t n, uint32_t limit)
 {
 	struct direct *d = &q->d;
 	struct fsnw_event *evs = d->evs;
@@ -217,7 +147,11 @@ static uint32_t direct_run(struct queue *q, const struct queue_pend *p, uint32_t
 	uint32_t *tab = d->tab;
 	uint32_t dn = d->n, live = d->live, nheld = d->nheld, k;
 	struct strref *held = nheld ? d->held[nheld - 1] : NULL;
-	uint64_t queued = 0, merged = 0;
+	const struct qowner *sowner = NULL;
+	const struct strref *spath = NULL;
+	const char *pstr = NULL;
+	uint64_t queued = 0, merged = 0, seed = 0;
+	bool seeded = false;
 
 	for (k = 0; k < n; k++, p++) {
 		uint8_t f = event_flags(q, p);
@@ -225,12 +159,20 @@ static uint32_t direct_run(struct queue *q, const struct queue_pend *p, uint32_t
 		struct fsnw_event *ev;
 		struct dmeta *m;
 
+		if (!seeded || p->owner != sowner || p->path != spath) {
+			sowner = p->owner;
+			spath = p->path;
+			seed = key_seed(sowner, spath);
+			pstr = path_str(spath);
+			seeded = true;
+		}
+		p->hash = key_hash_seeded(seed, p->name, p->namelen);
 		if (f & F_KEYED) {
 			dpos = direct_find(d, p->hash, p, &dnewest);
 			if (f & F_MERGEABLE) {
 				int budget = QUEUE_MERGE_SCAN;
 
-				i = scan(d, dnewest, p->mask, &budget);
+				i = direct_scan(d, dnewest, p->mask, &budget);
 				if (i != NONE) {
 					evs[i].count++;
 					merged++;
@@ -247,13 +189,11 @@ static uint32_t direct_run(struct queue *q, const struct queue_pend *p, uint32_t
 		ev->mask = p->mask;
 		ev->cookie = p->cookie;
 		ev->count = 1;
-		ev->path = p->path ? p->path->s : NULL;
+		ev->path = pstr;
 		ev->name = p->name;
 		m = &meta[i];
 		m->owner = p->owner;
-		m->path = p->path;
 		m->hash = p->hash;
-		m->mask = p->mask;
 		m->namelen = (uint16_t)p->namelen;
 		m->flags = f;
 		m->older = dnewest;
@@ -266,6 +206,7 @@ static uint32_t direct_run(struct queue *q, const struct queue_pend *p, uint32_t
 			held = p->path;
 			d->held[nheld++] = strref_get(held);
 		}
+		direct_note_owner(d, p->owner);
 		live++;
 		p->owner->queued++;
 		queued++;
@@ -296,19 +237,16 @@ static uint32_t direct_limit(const struct queue *q, unsigned flags)
 }
 
 /*
- * A direct read's deferred pushes: the hashes first, in one loop whose
- * multiplies overlap (the direct index is small and in cache: nothing to
- * prefetch), then the pushes in order, runs of the common case inline.
+ * A direct read's deferred pushes, in order: runs of the common case in
+ * direct_run, each other one through queue_push_one. The direct index is
+ * small and in cache: nothing to prefetch.
  */
 void qdirect_flush(struct queue *q, uint32_t n)
 {
 	unsigned flags = q->d.lend_names ? PUSH_LENT_NAME : 0;
-	const struct queue_pend *p = q->deferred.p;
+	struct queue_pend *p = q->deferred.p;
 	uint32_t limit, i = 0;
 
-	if (q->merge)
-		for (uint32_t k = 0; k < n; k++)
-			q->deferred.p[k].hash = key_hash(&q->deferred.p[k]);
 	limit = direct_limit(q, flags);
 	while (i < n) {
 		if (limit) {
@@ -316,10 +254,65 @@ void qdirect_flush(struct queue *q, uint32_t n)
 			if (i == n)
 				break;
 		}
-		(void)queue_push_one(q, p + i, flags, q->merge);
+		(void)queue_push_one(q, p + i, flags, false);
 		i++;
 		limit = direct_limit(q, flags);
 	}
+}
+
+/* ---- the lane (queue-lane.h) ---- */
+
+bool queue_lane_open(struct queue *q, struct qowner *owner, struct strref *path,
+		     struct queue_lane *ln)
+{
+	struct direct *d = &q->d;
+
+	queue_flush(q);
+	if (!d->on || q->waiting || q->overflow_pending || !d->lend_names || d->n >= d->max)
+		return false;
+	*ln = (struct queue_lane){
+		.evs = d->evs,
+		.meta = d->meta,
+		.tab = d->tab,
+		.tmask = d->tmask,
+		.n = d->n,
+		.max = d->max,
+		.limit = d->max,
+		.n0 = d->n,
+		.owner = owner,
+		.path = path,
+		.pstr = path_str(path),
+		.seed = key_seed(owner, path),
+		.wid = owner->wid,
+		.merge = q->merge,
+	};
+	/* d->n counts purged entries too: past the capacity by it, queue_push_one decides. */
+	if (q->capacity != FSNW_QUEUE_UNLIMITED && q->capacity < d->max)
+		ln->limit = q->capacity;
+	return true;
+}
+
+void queue_lane_close(struct queue *q, struct queue_lane *ln)
+{
+	struct direct *d = &q->d;
+	uint32_t added = ln->n - ln->n0;
+
+	if (added) {
+		/* One reference on the path covers every entry that reports it. */
+		if (!d->nheld || d->held[d->nheld - 1] != ln->path)
+			d->held[d->nheld++] = strref_get(ln->path);
+		direct_note_owner(d, ln->owner);
+		ln->owner->queued += added;
+		d->live += added;
+		q->c.queued += added;
+		if (d->live > q->c.high_water)
+			q->c.high_water = d->live;
+		q->c.depth = d->live;
+	}
+	d->n = ln->n;
+	q->c.merged += ln->merged;
+	ln->n0 = ln->n;
+	ln->merged = 0;
 }
 
 /* ---- a read ---- */
@@ -362,6 +355,8 @@ bool queue_direct_begin(struct queue *q, struct fsnw_event *evs, size_t max)
 	d->lend_names = false;
 	d->max = (uint32_t)max;
 	d->n = d->live = 0;
+	d->sole = NULL;
+	d->mixed = false;
 	d->on = true;
 	return true;
 }
@@ -393,19 +388,20 @@ static void direct_clear_index(struct direct *d)
 			d->tab[d->meta[i].tpos] = 0;
 }
 
-size_t queue_direct_end(struct queue *q)
+/* Each owner's count drops by its live entries: at once in the usual read
+ * (one owner, nothing purged), else by runs of one owner. */
+static void direct_drop_counts(struct direct *d)
 {
-	struct direct *d = &q->d;
 	struct qowner *owner = NULL;
-	uint32_t j = 0, run = 0;
+	uint32_t run = 0;
 
-	queue_flush(q);
-	if (!d->on)
-		return 0;
-	direct_clear_index(d);
-	/* Owners' counts drop by runs: a read's events mostly share one. */
+	if (!d->mixed && d->live == d->n) {
+		if (d->sole)
+			d->sole->queued -= d->n;
+		return;
+	}
 	for (uint32_t i = 0; i < d->n; i++) {
-		struct dmeta *m = &d->meta[i];
+		const struct dmeta *m = &d->meta[i];
 
 		if (m->owner != owner) {
 			if (owner)
@@ -417,26 +413,44 @@ size_t queue_direct_end(struct queue *q)
 	}
 	if (owner)
 		owner->queued -= run;
-	/* Purged entries leave holes: the rest move up (rare). */
-	if (d->live != d->n) {
-		for (uint32_t i = 0; i < d->n; i++) {
-			if (d->meta[i].flags & F_DEAD)
-				continue;
-			if (i != j) {
-				d->evs[j] = d->evs[i];
-				d->meta[j] = d->meta[i];
-			}
-			j++;
+}
+
+/* Purged entries leave holes: the rest move up (rare). Returns the entries left. */
+static uint32_t direct_compact(struct direct *d)
+{
+	uint32_t j = 0;
+
+	if (d->live == d->n)
+		return d->n;
+	for (uint32_t i = 0; i < d->n; i++) {
+		if (d->meta[i].flags & F_DEAD)
+			continue;
+		if (i != j) {
+			d->evs[j] = d->evs[i];
+			d->meta[j] = d->meta[i];
 		}
-	} else {
-		j = d->n;
+		j++;
 	}
+	return j;
+}
+
+size_t queue_direct_end(struct queue *q)
+{
+	struct direct *d = &q->d;
+	uint32_t n;
+
+	queue_flush(q);
+	if (!d->on)
+		return 0;
+	direct_clear_index(d);
+	direct_drop_counts(d);
+	n = direct_compact(d);
 	d->on = false;
 	d->lent = true;
 	d->n = d->live = 0;
-	q->c.delivered += j;
+	q->c.delivered += n;
 	note_depth(q);
-	return j;
+	return n;
 }
 
 size_t qdirect_purge(struct queue *q, struct qowner *owner)
