@@ -43,6 +43,13 @@ struct route_lane {
 /* Route ev; lane: the decode's (route_event closes it, and may open it). */
 unsigned route_event(struct fsnw *w, const struct kevent *ev, struct route_lane *lane);
 
+/* Whether ev is the lane's: route_event would hand it to the lane's watch alone. */
+static inline bool route_lane_is(const struct route_lane *ln, const struct kevent *ev)
+{
+	return ln->kw && ev->key && !(ev->mask & (FSNW_IGNORED | FSNW_OVERFLOW)) &&
+	       kwatch_key_is(ln->kw, ev->key, ev->keylen);
+}
+
 /*
  * ev through the lane, exactly as route_event would route it: the pushes
  * made (0 or 1), or -1 if it is not the lane's (then route_event must).
@@ -52,8 +59,7 @@ static inline int route_lane_take(struct route_lane *ln, struct queue *q,
 {
 	uint32_t mask;
 
-	if (!ln->kw || !ev->key || (ev->mask & (FSNW_IGNORED | FSNW_OVERFLOW)) ||
-	    !kwatch_key_is(ln->kw, ev->key, ev->keylen))
+	if (!route_lane_is(ln, ev))
 		return -1;
 	(*ln->events_read)++;
 	mask = ev->mask & ln->pass;
