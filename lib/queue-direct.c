@@ -128,138 +128,6 @@ int qdirect_add(struct queue *q, const struct queue_pend *p, uint8_t f, uint32_t
 	return 0;
 }
 
-/*
- * queue_push_one() for the deferred pushes p[0 .. n) of a direct read while
- * the array is all that waits and direct_limit() allows, in the common case:
- * each merged in the array, or added to it with its name lent, while fewer
- * than `limit` entries are in it. Returns how many it took; it stops,
- * having changed nothing for it, at the first it cannot take (a full array,
- * a drop), which queue_push_one() then does. It hashes each push itself,
- * seeding once per run of one owner and path. The array's counts live in
- * locals meanwhile: stores into the caller's array could otherwise alias
- * them, and every one would be loaded again per event.
- */
-static uint32_t direct_run(struct queue *q, struct queue_pend *p, uint32_t n, uint32_t limit)
-{
-	struct direct *d = &q->d;
-	struct fsnw_event *evs = d->evs;
-	struct dmeta *meta = d->meta;
-	uint32_t *tab = d->tab;
-	uint32_t dn = d->n, live = d->live, nheld = d->nheld, k;
-	struct strref *held = nheld ? d->held[nheld - 1] : NULL;
-	const struct qowner *sowner = NULL;
-	const struct strref *spath = NULL;
-	const char *pstr = NULL;
-	uint64_t queued = 0, merged = 0, seed = 0;
-	bool seeded = false;
-
-	for (k = 0; k < n; k++, p++) {
-		uint8_t f = event_flags(q, p);
-		uint32_t dpos = 0, dnewest = NONE, i;
-		struct fsnw_event *ev;
-		struct dmeta *m;
-
-		if (!seeded || p->owner != sowner || p->path != spath) {
-			sowner = p->owner;
-			spath = p->path;
-			seed = key_seed(sowner, spath);
-			pstr = path_str(spath);
-			seeded = true;
-		}
-		p->hash = key_hash_seeded(seed, p->name, p->namelen);
-		if (f & F_KEYED) {
-			dpos = direct_find(d, p->hash, p, &dnewest);
-			if (f & F_MERGEABLE) {
-				int budget = QUEUE_MERGE_SCAN;
-
-				i = direct_scan(d, dnewest, p->mask, &budget);
-				if (i != NONE) {
-					evs[i].count++;
-					merged++;
-					PROBE2(merge, p->owner->wid, p->mask);
-					continue;
-				}
-			}
-		}
-		if (dn >= limit || (p->mask & FSNW_OVERFLOW) || p->namelen >= UINT16_MAX)
-			break;
-		i = dn++;
-		ev = &evs[i];
-		ev->wid = p->owner->wid;
-		ev->mask = p->mask;
-		ev->cookie = p->cookie;
-		ev->count = 1;
-		ev->path = pstr;
-		ev->name = p->name;
-		m = &meta[i];
-		m->owner = p->owner;
-		m->hash = p->hash;
-		m->namelen = (uint16_t)p->namelen;
-		m->flags = f;
-		m->older = dnewest;
-		m->tpos = NONE;
-		if (f & F_KEYED) {
-			m->tpos = dpos;
-			tab[dpos] = DTAB_ENTRY(p->hash, i);
-		}
-		if (!nheld || held != p->path) {
-			held = p->path;
-			d->held[nheld++] = strref_get(held);
-		}
-		direct_note_owner(d, p->owner);
-		live++;
-		p->owner->queued++;
-		queued++;
-	}
-	d->n = dn;
-	d->live = live;
-	d->nheld = nheld;
-	q->c.queued += queued;
-	q->c.merged += merged;
-	/* live only grew: its last value is the run's highest. */
-	if (live > q->c.high_water)
-		q->c.high_water = live;
-	q->c.depth = live;
-	return k;
-}
-
-/* direct_run's limit for the pushes to come, or 0 when queue_push_one() must do them. */
-static uint32_t direct_limit(const struct queue *q, unsigned flags)
-{
-	const struct direct *d = &q->d;
-
-	if (!d->on || q->waiting || !q->merge || q->overflow_pending || !(flags & PUSH_LENT_NAME))
-		return 0;
-	/* n counts purged entries too: past the capacity by it, queue_push_one() decides. */
-	if (q->capacity != FSNW_QUEUE_UNLIMITED && q->capacity < d->max)
-		return q->capacity;
-	return d->max;
-}
-
-/*
- * A direct read's deferred pushes, in order: runs of the common case in
- * direct_run, each other one through queue_push_one. The direct index is
- * small and in cache: nothing to prefetch.
- */
-void qdirect_flush(struct queue *q, uint32_t n)
-{
-	unsigned flags = q->d.lend_names ? PUSH_LENT_NAME : 0;
-	struct queue_pend *p = q->deferred.p;
-	uint32_t limit, i = 0;
-
-	limit = direct_limit(q, flags);
-	while (i < n) {
-		if (limit) {
-			i += direct_run(q, p + i, n - i, limit);
-			if (i == n)
-				break;
-		}
-		(void)queue_push_one(q, p + i, flags, false);
-		i++;
-		limit = direct_limit(q, flags);
-	}
-}
-
 /* ---- the lane (queue-lane.h) ---- */
 
 bool queue_lane_open(struct queue *q, struct qowner *owner, struct strref *path,
@@ -313,6 +181,39 @@ void queue_lane_close(struct queue *q, struct queue_lane *ln)
 	q->c.merged += ln->merged;
 	ln->n0 = ln->n;
 	ln->merged = 0;
+}
+
+/*
+ * A direct read's deferred pushes, in order: each run of one owner and path
+ * through a lane (the direct index is small and in cache: nothing to
+ * prefetch), what a lane refuses through queue_push_one.
+ */
+void qdirect_flush(struct queue *q, uint32_t n)
+{
+	unsigned flags = q->d.lend_names ? PUSH_LENT_NAME : 0;
+	struct queue_lane ln;
+	bool open = false;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct queue_pend *p = &q->deferred.p[i];
+
+		if (open && (ln.owner != p->owner || ln.path != p->path)) {
+			queue_lane_close(q, &ln);
+			open = false;
+		}
+		/* The batch is off the queue already: opening flushes nothing. */
+		if (!open)
+			open = queue_lane_open(q, p->owner, p->path, &ln);
+		if (open && queue_lane_push(&ln, p->mask, p->cookie, p->name, p->namelen))
+			continue;
+		if (open) {
+			queue_lane_close(q, &ln);
+			open = false;
+		}
+		(void)queue_push_one(q, p, flags, false);
+	}
+	if (open)
+		queue_lane_close(q, &ln);
 }
 
 /* ---- a read ---- */
