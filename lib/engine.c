@@ -494,7 +494,7 @@ size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *e
 		      bool *woken)
 {
 	struct engine *e = &w->engine;
-	size_t n = 0;
+	size_t n = 0, reap_from = 0;
 	int ret;
 
 	queue_release_delivered(w->q);
@@ -509,9 +509,12 @@ size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *e
 	if (e->direct) {
 		e->direct = false;
 		n = queue_direct_end(w->q);
+		/* Only an FSNW_IGNORED releases a watch: skip an array without one. */
+		if (!queue_direct_ignored(w->q))
+			reap_from = n;
 	}
 	n += queue_pop(w->q, evs + n, max - n);
-	watches_reap(w, evs, n);
+	watches_reap(w, evs + reap_from, n - reap_from);
 	kwatch_flush(w); /* a oneshot or dropped watch may have doomed a mark */
 	*woken = e->wake;
 	e->wake = false;

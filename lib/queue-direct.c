@@ -123,6 +123,7 @@ int qdirect_add(struct queue *q, const struct queue_pend *p, uint8_t f, uint32_t
 		d->tab[dpos] = DTAB_ENTRY(hash, i);
 	}
 	direct_note_owner(d, p->owner);
+	d->ignored |= (p->mask & FSNW_IGNORED) != 0;
 	d->n++;
 	d->live++;
 	return 0;
@@ -258,8 +259,14 @@ bool queue_direct_begin(struct queue *q, struct fsnw_event *evs, size_t max)
 	d->n = d->live = 0;
 	d->sole = NULL;
 	d->mixed = false;
+	d->ignored = false;
 	d->on = true;
 	return true;
+}
+
+bool queue_direct_ignored(const struct queue *q)
+{
+	return q->d.ignored;
 }
 
 void queue_direct_lend(struct queue *q, bool lend)

@@ -65,6 +65,7 @@ struct direct {
 	 * one count instead of walking the entries. */
 	struct qowner *sole;
 	bool mixed;
+	bool ignored;           /* an entry is an FSNW_IGNORED (qdirect_add's) */
 	/* A reference on each path the read's entries report, kept until the
 	 * release: a run of entries with one path takes one. */
 	struct strref **held;

@@ -55,7 +55,8 @@ static inline bool queue_lane_full(const struct queue_lane *ln)
 /*
  * Push an event of the lane's owner and path, name lent (valid until the
  * read's strings are released). False, having changed nothing, if the lane
- * cannot take it: close the lane and push it the usual way.
+ * cannot take it (an overflow or FSNW_IGNORED, a full array, the capacity
+ * reached): close the lane and push it the usual way.
  */
 static inline __attribute__((always_inline)) bool
 queue_lane_push(struct queue_lane *ln, uint32_t mask, uint32_t cookie, const char *name,
@@ -66,7 +67,8 @@ queue_lane_push(struct queue_lane *ln, uint32_t mask, uint32_t cookie, const cha
 	struct dmeta *m;
 	uint8_t f = name ? F_NAME : 0;
 
-	if ((mask & FSNW_OVERFLOW) || namelen >= UINT16_MAX)
+	/* An FSNW_IGNORED goes through queue_push_one, which notes it for the reap. */
+	if ((mask & (FSNW_OVERFLOW | FSNW_IGNORED)) || namelen >= UINT16_MAX)
 		return false;
 	if (ln->merge) {
 		if (is_barrier(mask, name))

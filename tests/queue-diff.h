@@ -220,8 +220,12 @@ static void diff_read(struct diff *d, size_t max)
 	}
 	diff_lane_close(d);
 	d->in_direct = false;
-	if (direct)
+	if (direct) {
 		nf = queue_direct_end(d->fast.q);
+		/* The engine reaps the array only when it says it holds one. */
+		for (size_t i = 0; i < nf; i++)
+			DIFF_CHECK(!(fe[i].mask & FSNW_IGNORED) || queue_direct_ignored(d->fast.q));
+	}
 	nf += queue_pop(d->fast.q, fe + nf, max - nf);
 	np = queue_pop(d->plain.q, pe, max);
 	DIFF_CHECK(nf == np);
