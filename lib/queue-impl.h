@@ -150,17 +150,7 @@ key_hash_seeded(uint64_t seed, const char *name, size_t namelen)
 	} else if (namelen > 16) {
 		h = hash_bytes(name, namelen, seed);
 	} else {
-		if (namelen >= 8) {
-			a = hash_load64(s);
-			b = hash_load64(s + namelen - 8);
-		} else if (namelen >= 4) {
-			a = hash_load32(s) << 32 | hash_load32(s + namelen - 4);
-			b = 0;
-		} else {
-			a = namelen ? (uint64_t)s[0] << 16 | (uint64_t)s[namelen / 2] << 8 |
-					      s[namelen - 1] : 0;
-			b = 0;
-		}
+		hash_load_short(s, namelen, &a, &b);
 		h = hash_mum(a ^ seed ^ 0xa0761d6478bd642fULL, b ^ namelen ^ 0xe7037ed1a0b428dbULL);
 	}
 	return (uint32_t)(h ^ (h >> 32));
