@@ -131,6 +131,9 @@ struct backend {
 	bool stable_keys;
 	/* The kernel honours FSNW_WATCH_EXCL_UNLINK (inotify only). */
 	bool excl_unlink;
+	/* read(2) returns struct inotify_event records and decode is
+	 * inotify_decode: the engine runs it inline (inotify-decode.h). */
+	bool inotify_records;
 	/*
 	 * Optional: call fn with the key of every kernel watch the kernel
 	 * still holds. After a kernel overflow it finds the watches whose

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include "handle.h"
+#include "inotify-decode.h"
 #include "mem.h"
+#include "queue-lane.h"
 #include "ring.h"
 #include "route.h"
 #include "stats.h"
@@ -89,34 +91,164 @@ static ssize_t read_group(struct fsnw *w)
 }
 
 /*
+ * What route_cb gets: the handle, the lane of this decode (route.h) and,
+ * while that lane's events can go straight into a direct read's array, the
+ * queue's lane for them (queue-lane.h).
+ */
+struct route_run {
+	struct fsnw *w;
+	struct route_lane lane;
+	struct queue_lane ql;
+	bool ql_open;
+};
+
+static void close_queue_lane(struct route_run *run)
+{
+	struct fsnw *w = run->w;
+
+	if (!run->ql_open)
+		return;
+	queue_lane_close(w->q, &run->ql);
+	run->ql_open = false;
+	w->engine.room = queue_direct_room(w->q);
+}
+
+/*
  * Route one decoded event. In a direct read, ask the decoder to stop once
  * the caller's array could not take another record like this one: the rest
  * stays in the buffer, unrouted, instead of queueing behind the array.
  * Every push counts against the room, merges too: the room is rechecked
- * when the decoder has stopped.
+ * when the decoder has stopped. An event of the lane goes into the array
+ * through the queue's lane while it is open, and the decoder stops when
+ * the array is full.
  */
-static bool route_cb(void *arg, const struct kevent *ev)
+static inline __attribute__((always_inline)) bool route_cb(void *arg, const struct kevent *ev)
 {
-	struct fsnw *w = arg;
+	struct route_run *run = arg;
+	struct fsnw *w = run->w;
 	struct engine *e = &w->engine;
-	unsigned r = route_event(w, ev), pushes = ROUTE_PUSHES(r);
+	unsigned pushes;
+	int lane;
 
-	if (r & ROUTE_OVERFLOW)
-		e->reconcile = true;
+	if (run->ql_open && route_lane_is(&run->lane, ev)) {
+		uint32_t mask = ev->mask & run->lane.pass;
+
+		if (!(mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT)) ||
+		    queue_lane_push(&run->ql, mask, ev->cookie, ev->name, ev->namelen)) {
+			(*run->lane.events_read)++;
+			e->consumed = ev->end;
+			if (!queue_lane_full(&run->ql))
+				return true;
+			e->stop = true;
+			return false;
+		}
+	}
+	close_queue_lane(run);
+	lane = route_lane_take(&run->lane, w->q, ev);
+	if (lane >= 0) {
+		pushes = (unsigned)lane;
+	} else {
+		unsigned r = route_event(w, ev, &run->lane);
+
+		pushes = ROUTE_PUSHES(r);
+		if (r & ROUTE_OVERFLOW)
+			e->reconcile = true;
+	}
 	e->consumed = ev->end;
 	if (!e->direct || e->complete)
 		return true;
 	e->room = pushes < e->room ? e->room - pushes : 0;
-	if (e->room && e->room >= pushes)
+	if (e->room && e->room >= pushes) {
+		if (run->lane.kw)
+			run->ql_open = queue_lane_open(w->q, run->lane.owner, run->lane.path,
+						       &run->ql);
 		return true;
+	}
 	e->stop = true;
 	return false;
+}
+
+/*
+ * While the queue's lane is open, the records of its kernel watch that follow
+ * rec (the first of them) go into the array here, parsed one after the other,
+ * until one is another's or refused. Returns where it stopped: at the first
+ * record not taken (*refused if the lane would not take it), or past the
+ * last taken; *full if the array is. Out of line, so the loop has the
+ * registers to itself, its state in locals.
+ */
+static __attribute__((noinline)) const unsigned char *
+lane_run(struct route_run *run, struct inotify_rec *rec, const unsigned char *p,
+	 const unsigned char *end, bool *refused, bool *full)
+{
+	struct queue_lane ql = run->ql;
+	struct inotify_rec r = *rec;
+	uint32_t pass = run->lane.pass;
+	uint64_t taken = 0;
+	int wd = r.wd; /* the lane's key: the first record is the lane's */
+
+	*refused = *full = false;
+	for (;;) {
+		uint32_t mask = r.mask & pass;
+
+		if ((mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT)) &&
+		    !queue_lane_push(&ql, mask, r.cookie, r.name, r.namelen)) {
+			*refused = true;
+			break;
+		}
+		taken++;
+		p = r.next;
+		if (queue_lane_full(&ql)) {
+			*full = true;
+			break;
+		}
+		if (!inotify_rec_parse(p, end, &r) || r.wd != wd ||
+		    (r.mask & (FSNW_IGNORED | FSNW_OVERFLOW)))
+			break;
+	}
+	*rec = r;
+	run->ql = ql;
+	*run->lane.events_read += taken;
+	return p;
+}
+
+/*
+ * The records of an inotify read: runs of the lane's through lane_run, each
+ * other one decoded into an event for route_cb, which may open the lane.
+ */
+static void route_inotify(struct route_run *run, const unsigned char *buf, size_t len)
+{
+	struct engine *e = &run->w->engine;
+	const unsigned char *p = buf, *end = buf + len;
+	struct inotify_rec rec;
+	struct kevent ev;
+
+	while (inotify_rec_parse(p, end, &rec)) {
+		if (run->ql_open && !(rec.mask & (FSNW_IGNORED | FSNW_OVERFLOW)) &&
+		    kwatch_key_is(run->lane.kw, (const unsigned char *)&rec.wd, sizeof(rec.wd))) {
+			bool refused, full;
+
+			p = lane_run(run, &rec, p, end, &refused, &full);
+			e->consumed = (size_t)(p - buf);
+			if (full) {
+				e->stop = true;
+				return;
+			}
+			if (!refused)
+				continue;
+			/* route_cb closes the lane and pushes it the usual way. */
+		}
+		inotify_rec_event(&rec, buf, &ev);
+		if (!route_cb(run, &ev))
+			return;
+		p = rec.next;
+	}
 }
 
 /* Route the buffered records; false if some stay for later. */
 static bool route_buffered(struct fsnw *w)
 {
 	struct engine *e = &w->engine;
+	struct route_run run = { .w = w };
 	size_t len = e->rlen - e->rpos;
 
 	e->stop = false;
@@ -131,7 +263,11 @@ static bool route_buffered(struct fsnw *w)
 		queue_direct_lend(w->q, lend);
 		e->room = queue_direct_room(w->q);
 	}
-	w->be->decode(w, e->rbuf + e->rpos, len, route_cb, w);
+	if (w->be->inotify_records)
+		route_inotify(&run, e->rbuf + e->rpos, len);
+	else
+		w->be->decode(w, e->rbuf + e->rpos, len, route_cb, &run);
+	close_queue_lane(&run);
 	/* Deferred pushes name names in rbuf: they go in before it changes. */
 	queue_flush(w->q);
 	/* A decoder that did not stop, or did not say where, used it all. */
@@ -364,7 +500,7 @@ size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *e
 		      bool *woken)
 {
 	struct engine *e = &w->engine;
-	size_t n = 0;
+	size_t n = 0, reap_from = 0;
 	int ret;
 
 	queue_release_delivered(w->q);
@@ -379,9 +515,12 @@ size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *e
 	if (e->direct) {
 		e->direct = false;
 		n = queue_direct_end(w->q);
+		/* Only an FSNW_IGNORED releases a watch: skip an array without one. */
+		if (!queue_direct_ignored(w->q))
+			reap_from = n;
 	}
 	n += queue_pop(w->q, evs + n, max - n);
-	watches_reap(w, evs, n);
+	watches_reap(w, evs + reap_from, n - reap_from);
 	kwatch_flush(w); /* a oneshot or dropped watch may have doomed a mark */
 	*woken = e->wake;
 	e->wake = false;

@@ -86,6 +86,27 @@ static inline uint64_t hash_load32(const unsigned char *s)
 	return v;
 }
 
+/*
+ * Up to 16 bytes as two words, in fixed-size loads that may overlap (a
+ * memcpy of a variable length is a byte loop through the stack, and a stall
+ * reading it back): the length must go into the hash as well, so that equal
+ * words still mean equal bytes.
+ */
+static inline void hash_load_short(const unsigned char *s, size_t len, uint64_t *a,
+				   uint64_t *b)
+{
+	if (len >= 8) {
+		*a = hash_load64(s);
+		*b = hash_load64(s + len - 8);
+	} else if (len >= 4) {
+		*a = hash_load32(s) << 32 | hash_load32(s + len - 4);
+		*b = 0;
+	} else {
+		*a = len ? (uint64_t)s[0] << 16 | (uint64_t)s[len / 2] << 8 | s[len - 1] : 0;
+		*b = 0;
+	}
+}
+
 /* Inline: it is on the path of every event. */
 static inline uint64_t hash_bytes(const void *p, size_t len, uint64_t seed)
 {
@@ -93,23 +114,11 @@ static inline uint64_t hash_bytes(const void *p, size_t len, uint64_t seed)
 	uint64_t a, b;
 
 	/*
-	 * Sixteen bytes a step, the tail in fixed-size loads that may overlap
-	 * bytes already mixed (a memcpy of a variable length is a byte loop
-	 * through the stack, and a stall reading it back): the length goes
-	 * into the result, so equal loads still mean equal bytes. Names and
-	 * handles are short: most take one step.
+	 * Sixteen bytes a step, the tail in the loads of hash_load_short.
+	 * Names and handles are short: most take one step.
 	 */
 	if (len <= 16) {
-		if (len >= 8) {
-			a = hash_load64(s);
-			b = hash_load64(s + len - 8);
-		} else if (len >= 4) {
-			a = hash_load32(s) << 32 | hash_load32(s + len - 4);
-			b = 0;
-		} else {
-			a = len ? (uint64_t)s[0] << 16 | (uint64_t)s[len / 2] << 8 | s[len - 1] : 0;
-			b = 0;
-		}
+		hash_load_short(s, len, &a, &b);
 	} else {
 		size_t n = len;
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "inotify-decode.h"
 #include "handle.h"
 #include "kwatch.h"
 
@@ -90,66 +91,9 @@ static int inotify_unmark(struct fsnw *w, const struct kwatch *kw, struct sys_ta
 	return 0;
 }
 
-/*
- * strnlen for the padded name of a record, a word at a time: names are
- * short, and a call to strnlen costs more than the scan.
- */
-static inline size_t name_len(const unsigned char *p, size_t max)
-{
-	const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-	size_t n = 0;
-
-	for (; max - n >= 8; n += 8) {
-		uint64_t v, zero;
-
-		memcpy(&v, p + n, 8);
-		zero = (v - ones) & ~v & highs;
-		if (zero)
-			return n + (size_t)__builtin_ctzll(zero) / 8;
-	}
-	while (n < max && p[n])
-		n++;
-	return n;
-}
-
 size_t inotify_decode(const void *buf, size_t len, kevent_fn fn, void *arg)
 {
-	const unsigned char *p = buf, *end = p + len;
-	size_t n = 0;
-
-	while ((size_t)(end - p) >= sizeof(struct inotify_event)) {
-		struct inotify_event hdr;
-		struct kevent ev;
-		int wd;
-
-		/* The buffer may be unaligned (fuzzing): copy the header out. */
-		memcpy(&hdr, p, sizeof(hdr));
-		p += sizeof(hdr);
-		if (hdr.len > (size_t)(end - p))
-			break;
-		memset(&ev, 0, sizeof(ev));
-		ev.mask = hdr.mask;
-		ev.cookie = hdr.cookie;
-		if (hdr.len) {
-			ev.namelen = name_len(p, hdr.len);
-			/* The kernel NUL-pads names; one that fills its record
-			 * without a NUL is not a name we can hand out. */
-			if (ev.namelen == hdr.len)
-				ev.namelen = 0;
-			ev.name = ev.namelen ? (const char *)p : NULL;
-		}
-		p += hdr.len;
-		ev.end = (size_t)(p - (const unsigned char *)buf);
-		wd = hdr.wd;
-		if (!(hdr.mask & IN_Q_OVERFLOW)) {
-			ev.key = (const unsigned char *)&wd;
-			ev.keylen = sizeof(wd);
-		}
-		n++;
-		if (!fn(arg, &ev))
-			break;
-	}
-	return n;
+	return inotify_decode_inline(buf, len, fn, arg);
 }
 
 static size_t inotify_decode_op(struct fsnw *w, const void *buf, size_t len, kevent_fn fn,
@@ -212,5 +156,6 @@ const struct backend inotify_backend = {
 	.decode = inotify_decode_op,
 	.max_record = sizeof(struct inotify_event) + NAME_MAX + 1,
 	.excl_unlink = true,
+	.inotify_records = true,
 	.live = inotify_live,
 };

@@ -14,18 +14,9 @@
 #include "mem.h"
 #include "probes.h"
 #include "queue-impl.h"
+#include "queue-lane.h"
 
 #define ARENA_BLOCK 16384
-
-/*
- * A direct index entry: the entry's place + 1 in its low bits, the high
- * bits of its key's hash above, so a probe past another key rarely reads
- * that key's entry.
- */
-#define DTAB_BITS 13
-_Static_assert(QUEUE_DIRECT_MAX < (1u << DTAB_BITS), "a place + 1 fits DTAB_BITS");
-#define DTAB_ENTRY(hash, i) (((hash) & ~((1u << DTAB_BITS) - 1)) | ((i) + 1))
-#define DTAB_PLACE(e) (((e) & ((1u << DTAB_BITS) - 1)) - 1)
 
 static void arena_reset(struct arena *a)
 {
@@ -92,69 +83,9 @@ take:
 
 /* ---- the direct index ---- */
 
-static inline bool dmeta_is_key(const struct direct *d, uint32_t i, const struct queue_pend *p)
-{
-	const struct dmeta *m = &d->meta[i];
-
-	if (m->owner != p->owner || m->path != p->path || !(m->flags & F_NAME) != !p->name)
-		return false;
-	return !p->name || (m->namelen == p->namelen && !memcmp(d->evs[i].name, p->name,
-								    p->namelen));
-}
-
-/* As index_find, in the direct index. A key whose entries were purged has
- * none: a new entry takes its place. */
-static inline uint32_t direct_find(const struct direct *d, uint32_t hash,
-				   const struct queue_pend *p, uint32_t *newest)
-{
-	uint32_t pos = hash & d->tmask, tag = DTAB_ENTRY(hash, 0) - 1;
-
-	for (;; pos = (pos + 1) & d->tmask) {
-		uint32_t e = d->tab[pos], i = DTAB_PLACE(e);
-
-		if (!e)
-			break;
-		if ((e & ~((1u << DTAB_BITS) - 1)) == tag && d->meta[i].hash == hash &&
-		    dmeta_is_key(d, i, p)) {
-			*newest = (d->meta[i].flags & F_DEAD) ? NONE : i;
-			return pos;
-		}
-	}
-	*newest = NONE;
-	return pos;
-}
-
-uint32_t qdirect_find(const struct direct *d, uint32_t hash, const struct queue_pend *p,
-		      uint32_t *newest)
-{
-	return direct_find(d, hash, p, newest);
-}
-
-static inline uint32_t scan(const struct direct *d, uint32_t i, uint32_t mask, int *budget)
-{
-	while (i != NONE && *budget > 0) {
-		const struct dmeta *m = &d->meta[i];
-
-		(*budget)--;
-		if (m->flags & F_BARRIER) {
-			*budget = 0;
-			return NONE;
-		}
-		if (m->mask == mask && (m->flags & F_MERGEABLE))
-			return i;
-		i = m->older;
-	}
-	return NONE;
-}
-
-uint32_t qdirect_scan(const struct direct *d, uint32_t i, uint32_t mask, int *budget)
-{
-	return scan(d, i, mask, budget);
-}
-
 /* ---- pushes ---- */
 
-/* dpos, dnewest: qdirect_find's answer. */
+/* dpos, dnewest: direct_find's answer. */
 int qdirect_add(struct queue *q, const struct queue_pend *p, uint8_t f, uint32_t hash,
 		uint32_t dpos, uint32_t dnewest, unsigned flags)
 {
@@ -177,14 +108,12 @@ int qdirect_add(struct queue *q, const struct queue_pend *p, uint8_t f, uint32_t
 	ev->mask = p->mask;
 	ev->cookie = p->cookie;
 	ev->count = 1;
-	ev->path = p->path ? p->path->s : NULL;
+	ev->path = path_str(p->path);
 	ev->name = name;
 	m->owner = p->owner;
-	m->path = p->path;
 	if (!d->nheld || d->held[d->nheld - 1] != p->path)
 		d->held[d->nheld++] = strref_get(p->path);
 	m->hash = hash;
-	m->mask = p->mask;
 	m->namelen = (uint16_t)p->namelen;
 	m->flags = f;
 	m->older = m->tpos = NONE;
@@ -193,109 +122,99 @@ int qdirect_add(struct queue *q, const struct queue_pend *p, uint8_t f, uint32_t
 		m->tpos = dpos;
 		d->tab[dpos] = DTAB_ENTRY(hash, i);
 	}
+	direct_note_owner(d, p->owner);
+	d->ignored |= (p->mask & FSNW_IGNORED) != 0;
 	d->n++;
 	d->live++;
 	return 0;
 }
 
-/*
- * queue_push_one() for a deferred event of a direct read while the array is all that
- * waits and direct_limit() allows, in the common case: merged in the array,
- * or added to it with the name lent, while fewer than `limit` entries are
- * in it. Returns false, having changed nothing, for anything else (a full
- * array, a drop), which queue_push_one() then does.
- */
-static inline bool direct_push(struct queue *q, const struct queue_pend *p, uint32_t limit)
+/* ---- the lane (queue-lane.h) ---- */
+
+bool queue_lane_open(struct queue *q, struct qowner *owner, struct strref *path,
+		     struct queue_lane *ln)
 {
 	struct direct *d = &q->d;
-	uint8_t f = event_flags(q, p);
-	uint32_t dpos = 0, dnewest = NONE, i;
-	struct fsnw_event *ev;
-	struct dmeta *m;
 
-	if (f & F_KEYED) {
-		dpos = direct_find(d, p->hash, p, &dnewest);
-		if (f & F_MERGEABLE) {
-			int budget = QUEUE_MERGE_SCAN;
-
-			i = scan(d, dnewest, p->mask, &budget);
-			if (i != NONE) {
-				d->evs[i].count++;
-				q->c.merged++;
-				PROBE2(merge, p->owner->wid, p->mask);
-				return true;
-			}
-		}
-	}
-	if (d->n >= limit || (p->mask & FSNW_OVERFLOW) || p->namelen >= UINT16_MAX)
+	queue_flush(q);
+	if (!d->on || q->waiting || q->overflow_pending || !d->lend_names || d->n >= d->max)
 		return false;
-	i = d->n++;
-	ev = &d->evs[i];
-	ev->wid = p->owner->wid;
-	ev->mask = p->mask;
-	ev->cookie = p->cookie;
-	ev->count = 1;
-	ev->path = p->path ? p->path->s : NULL;
-	ev->name = p->name;
-	m = &d->meta[i];
-	m->owner = p->owner;
-	m->path = p->path;
-	m->hash = p->hash;
-	m->mask = p->mask;
-	m->namelen = (uint16_t)p->namelen;
-	m->flags = f;
-	m->older = dnewest;
-	m->tpos = NONE;
-	if (f & F_KEYED) {
-		m->tpos = dpos;
-		d->tab[dpos] = DTAB_ENTRY(p->hash, i);
-	}
-	if (!d->nheld || d->held[d->nheld - 1] != p->path)
-		d->held[d->nheld++] = strref_get(p->path);
-	d->live++;
-	p->owner->queued++;
-	q->c.queued++;
-	if (d->live > q->c.high_water)
-		q->c.high_water = d->live;
-	q->c.depth = d->live;
+	*ln = (struct queue_lane){
+		.evs = d->evs,
+		.meta = d->meta,
+		.tab = d->tab,
+		.tmask = d->tmask,
+		.n = d->n,
+		.max = d->max,
+		.limit = d->max,
+		.n0 = d->n,
+		.owner = owner,
+		.path = path,
+		.pstr = path_str(path),
+		.seed = key_seed(owner, path),
+		.wid = owner->wid,
+		.merge = q->merge,
+	};
+	/* d->n counts purged entries too: past the capacity by it, queue_push_one decides. */
+	if (q->capacity != FSNW_QUEUE_UNLIMITED && q->capacity < d->max)
+		ln->limit = q->capacity;
 	return true;
 }
 
-/* direct_push's limit for the pushes to come, or 0 when queue_push_one() must do them. */
-static uint32_t direct_limit(const struct queue *q, unsigned flags)
+void queue_lane_close(struct queue *q, struct queue_lane *ln)
 {
-	const struct direct *d = &q->d;
+	struct direct *d = &q->d;
+	uint32_t added = ln->n - ln->n0;
 
-	if (!d->on || q->waiting || !q->merge || q->overflow_pending || !(flags & PUSH_LENT_NAME))
-		return 0;
-	/* n counts purged entries too: past the capacity by it, queue_push_one() decides. */
-	if (q->capacity != FSNW_QUEUE_UNLIMITED && q->capacity < d->max)
-		return q->capacity;
-	return d->max;
+	if (added) {
+		/* One reference on the path covers every entry that reports it. */
+		if (!d->nheld || d->held[d->nheld - 1] != ln->path)
+			d->held[d->nheld++] = strref_get(ln->path);
+		direct_note_owner(d, ln->owner);
+		ln->owner->queued += added;
+		d->live += added;
+		q->c.queued += added;
+		if (d->live > q->c.high_water)
+			q->c.high_water = d->live;
+		q->c.depth = d->live;
+	}
+	d->n = ln->n;
+	q->c.merged += ln->merged;
+	ln->n0 = ln->n;
+	ln->merged = 0;
 }
 
 /*
- * A direct read's deferred pushes: the hashes first, in one loop whose
- * multiplies overlap (the direct index is small and in cache: nothing to
- * prefetch), then each push in order, the common case inline.
+ * A direct read's deferred pushes, in order: each run of one owner and path
+ * through a lane (the direct index is small and in cache: nothing to
+ * prefetch), what a lane refuses through queue_push_one.
  */
 void qdirect_flush(struct queue *q, uint32_t n)
 {
 	unsigned flags = q->d.lend_names ? PUSH_LENT_NAME : 0;
-	uint32_t limit;
+	struct queue_lane ln;
+	bool open = false;
 
-	if (q->merge)
-		for (uint32_t i = 0; i < n; i++)
-			q->deferred.p[i].hash = key_hash(&q->deferred.p[i]);
-	limit = direct_limit(q, flags);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct queue_pend *p = &q->deferred.p[i];
 
-		if (limit && direct_push(q, p, limit))
+		if (open && (ln.owner != p->owner || ln.path != p->path)) {
+			queue_lane_close(q, &ln);
+			open = false;
+		}
+		/* The batch is off the queue already: opening flushes nothing. */
+		if (!open)
+			open = queue_lane_open(q, p->owner, p->path, &ln);
+		if (open && queue_lane_push(&ln, p->mask, p->cookie, p->name, p->namelen))
 			continue;
-		(void)queue_push_one(q, p, flags, q->merge);
-		limit = direct_limit(q, flags);
+		if (open) {
+			queue_lane_close(q, &ln);
+			open = false;
+		}
+		(void)queue_push_one(q, p, flags, false);
 	}
+	if (open)
+		queue_lane_close(q, &ln);
 }
 
 /* ---- a read ---- */
@@ -338,8 +257,16 @@ bool queue_direct_begin(struct queue *q, struct fsnw_event *evs, size_t max)
 	d->lend_names = false;
 	d->max = (uint32_t)max;
 	d->n = d->live = 0;
+	d->sole = NULL;
+	d->mixed = false;
+	d->ignored = false;
 	d->on = true;
 	return true;
+}
+
+bool queue_direct_ignored(const struct queue *q)
+{
+	return q->d.ignored;
 }
 
 void queue_direct_lend(struct queue *q, bool lend)
@@ -357,35 +284,81 @@ size_t queue_direct_room(const struct queue *q)
 	return d->max - d->n - q->deferred.n;
 }
 
+/* The direct index emptied for the next read: by entry when few were keyed. */
+static void direct_clear_index(struct direct *d)
+{
+	if ((size_t)d->n * 16 >= (size_t)d->tmask + 1) {
+		memset(d->tab, 0, ((size_t)d->tmask + 1) * sizeof(*d->tab));
+		return;
+	}
+	for (uint32_t i = 0; i < d->n; i++)
+		if (d->meta[i].tpos != NONE)
+			d->tab[d->meta[i].tpos] = 0;
+}
+
+/* Each owner's count drops by its live entries: at once in the usual read
+ * (one owner, nothing purged), else by runs of one owner. */
+static void direct_drop_counts(struct direct *d)
+{
+	struct qowner *owner = NULL;
+	uint32_t run = 0;
+
+	if (!d->mixed && d->live == d->n) {
+		if (d->sole)
+			d->sole->queued -= d->n;
+		return;
+	}
+	for (uint32_t i = 0; i < d->n; i++) {
+		const struct dmeta *m = &d->meta[i];
+
+		if (m->owner != owner) {
+			if (owner)
+				owner->queued -= run;
+			owner = m->owner;
+			run = 0;
+		}
+		run += !(m->flags & F_DEAD);
+	}
+	if (owner)
+		owner->queued -= run;
+}
+
+/* Purged entries leave holes: the rest move up (rare). Returns the entries left. */
+static uint32_t direct_compact(struct direct *d)
+{
+	uint32_t j = 0;
+
+	if (d->live == d->n)
+		return d->n;
+	for (uint32_t i = 0; i < d->n; i++) {
+		if (d->meta[i].flags & F_DEAD)
+			continue;
+		if (i != j) {
+			d->evs[j] = d->evs[i];
+			d->meta[j] = d->meta[i];
+		}
+		j++;
+	}
+	return j;
+}
+
 size_t queue_direct_end(struct queue *q)
 {
 	struct direct *d = &q->d;
-	uint32_t j = 0;
+	uint32_t n;
 
 	queue_flush(q);
 	if (!d->on)
 		return 0;
-	for (uint32_t i = 0; i < d->n; i++) {
-		struct dmeta *m = &d->meta[i];
-
-		if (m->tpos != NONE)
-			d->tab[m->tpos] = 0;
-		if (m->flags & F_DEAD)
-			continue;
-		if (m->owner)
-			m->owner->queued--;
-		if (i != j) {
-			d->evs[j] = d->evs[i];
-			d->meta[j] = *m;
-		}
-		j++;
-	}
+	direct_clear_index(d);
+	direct_drop_counts(d);
+	n = direct_compact(d);
 	d->on = false;
 	d->lent = true;
 	d->n = d->live = 0;
-	q->c.delivered += j;
+	q->c.delivered += n;
 	note_depth(q);
-	return j;
+	return n;
 }
 
 size_t qdirect_purge(struct queue *q, struct qowner *owner)

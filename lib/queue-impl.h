@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "htab.h"
 #include "queue.h"
@@ -27,12 +28,13 @@
 
 struct slot;
 
-/* An event a direct read put in the caller's array, beside it. */
+/*
+ * An event a direct read put in the caller's array, beside it: what the
+ * array's entry (mask, path string, name) does not say already. 24 bytes.
+ */
 struct dmeta {
 	struct qowner *owner;
-	struct strref *path; /* the read holds a reference (direct.held) */
 	uint32_t hash;
-	uint32_t mask;
 	uint32_t older;      /* the next older entry of its key, or NONE */
 	uint32_t tpos;       /* its key's place in the direct index, or NONE */
 	uint16_t namelen;
@@ -59,6 +61,11 @@ struct direct {
 	uint32_t cap;           /* entries meta holds */
 	uint32_t tcap;          /* entries tab holds: a power of two, at least 4 * cap */
 	uint32_t max, n, live;
+	/* The owner of every entry so far, unless mixed: the end then drops
+	 * one count instead of walking the entries. */
+	struct qowner *sole;
+	bool mixed;
+	bool ignored;           /* an entry is an FSNW_IGNORED (qdirect_add's) */
 	/* A reference on each path the read's entries report, kept until the
 	 * release: a run of entries with one path takes one. */
 	struct strref **held;
@@ -118,14 +125,40 @@ static inline uint8_t event_flags(const struct queue *q, const struct queue_pend
 	return f;
 }
 
-static inline uint32_t key_hash(const struct queue_pend *p)
+/* A key's hash in two steps, so a run of one owner and path seeds it once. */
+static inline uint64_t key_seed(const struct qowner *owner, const struct strref *path)
 {
 	/* Two independent multiplies seed it; one finaliser mixes it all. */
-	uint64_t h = (uint64_t)(uintptr_t)p->owner * 0x9e3779b97f4a7c15ULL ^
-		     (uint64_t)(uintptr_t)p->path * 0xc2b2ae3d27d4eb4fULL;
+	return (uint64_t)(uintptr_t)owner * 0x9e3779b97f4a7c15ULL ^
+	       (uint64_t)(uintptr_t)path * 0xc2b2ae3d27d4eb4fULL;
+}
 
-	h = p->name ? hash_bytes(p->name, p->namelen, h) : hash_u64(h ^ 0x6e6f6e616d65ULL);
+/*
+ * The name on top of the seed. A name of up to 16 bytes (most are) takes
+ * hash_bytes' loads and one multiply instead of its two: the seed has mixed
+ * owner and path already, and the product's high half mixes every bit of
+ * both words, which the fold brings down to the index's low bits.
+ */
+static inline __attribute__((always_inline)) uint32_t
+key_hash_seeded(uint64_t seed, const char *name, size_t namelen)
+{
+	const unsigned char *s = (const unsigned char *)name;
+	uint64_t a, b, h;
+
+	if (!name) {
+		h = hash_u64(seed ^ 0x6e6f6e616d65ULL);
+	} else if (namelen > 16) {
+		h = hash_bytes(name, namelen, seed);
+	} else {
+		hash_load_short(s, namelen, &a, &b);
+		h = hash_mum(a ^ seed ^ 0xa0761d6478bd642fULL, b ^ namelen ^ 0xe7037ed1a0b428dbULL);
+	}
 	return (uint32_t)(h ^ (h >> 32));
+}
+
+static inline uint32_t key_hash(const struct queue_pend *p)
+{
+	return key_hash_seeded(key_seed(p->owner, p->path), p->name, p->namelen);
 }
 
 static inline void note_depth(struct queue *q)
@@ -135,16 +168,112 @@ static inline void note_depth(struct queue *q)
 		q->c.high_water = q->c.depth;
 }
 
+/* An entry of owner joins the direct read's array. */
+static inline void direct_note_owner(struct direct *d, struct qowner *owner)
+{
+	if (d->sole != owner) {
+		d->mixed |= d->sole != NULL;
+		d->sole = owner;
+	}
+}
+
+/* ---- the direct index (queue-direct.c, queue-lane.h) ---- */
+
+/*
+ * A direct index entry: the entry's place + 1 in its low bits, the high
+ * bits of its key's hash above, so a probe past another key rarely reads
+ * that key's entry.
+ */
+#define DTAB_BITS 13
+_Static_assert(QUEUE_DIRECT_MAX < (1u << DTAB_BITS), "a place + 1 fits DTAB_BITS");
+#define DTAB_ENTRY(hash, i) (((hash) & ~((1u << DTAB_BITS) - 1)) | ((i) + 1))
+#define DTAB_PLACE(e) (((e) & ((1u << DTAB_BITS) - 1)) - 1)
+
+static inline const char *path_str(const struct strref *path)
+{
+	return path ? path->s : NULL;
+}
+
+/*
+ * Whether entry i of the array is of the key (owner, path string, name). A
+ * path is the same strref exactly when it is the same string in memory.
+ */
+static inline bool dmeta_is_key(const struct fsnw_event *evs, const struct dmeta *meta,
+				uint32_t i, const struct qowner *owner, const char *pstr,
+				const char *name, size_t namelen)
+{
+	const struct dmeta *m = &meta[i];
+
+	if (m->owner != owner || evs[i].path != pstr || !(m->flags & F_NAME) != !name)
+		return false;
+	return !name || (m->namelen == namelen && !memcmp(evs[i].name, name, namelen));
+}
+
+/*
+ * As index_find, in a direct index (tab, tmask) over the array (evs, meta):
+ * the place of the key's entry, with *newest its newest live entry (or
+ * NONE). A key whose entries were purged has none: a new entry takes its
+ * place.
+ */
+static inline uint32_t dindex_find(const struct fsnw_event *evs, const struct dmeta *meta,
+				   const uint32_t *tab, uint32_t tmask, uint32_t hash,
+				   const struct qowner *owner, const char *pstr,
+				   const char *name, size_t namelen, uint32_t *newest)
+{
+	uint32_t pos = hash & tmask, tag = DTAB_ENTRY(hash, 0) - 1;
+
+	for (;; pos = (pos + 1) & tmask) {
+		uint32_t e = tab[pos], i = DTAB_PLACE(e);
+
+		if (!e)
+			break;
+		if ((e & ~((1u << DTAB_BITS) - 1)) == tag && meta[i].hash == hash &&
+		    dmeta_is_key(evs, meta, i, owner, pstr, name, namelen)) {
+			*newest = (meta[i].flags & F_DEAD) ? NONE : i;
+			return pos;
+		}
+	}
+	*newest = NONE;
+	return pos;
+}
+
+static inline uint32_t direct_find(const struct direct *d, uint32_t hash,
+				   const struct queue_pend *p, uint32_t *newest)
+{
+	return dindex_find(d->evs, d->meta, d->tab, d->tmask, hash, p->owner,
+			   path_str(p->path), p->name, p->namelen, newest);
+}
+
+/* As scan_slots, from entry i of the array. */
+static inline uint32_t dindex_scan(const struct fsnw_event *evs, const struct dmeta *meta,
+				   uint32_t i, uint32_t mask, int *budget)
+{
+	while (i != NONE && *budget > 0) {
+		const struct dmeta *m = &meta[i];
+
+		(*budget)--;
+		if (m->flags & F_BARRIER) {
+			*budget = 0;
+			return NONE;
+		}
+		if (evs[i].mask == mask && (m->flags & F_MERGEABLE))
+			return i;
+		i = m->older;
+	}
+	return NONE;
+}
+
+static inline uint32_t direct_scan(const struct direct *d, uint32_t i, uint32_t mask,
+				   int *budget)
+{
+	return dindex_scan(d->evs, d->meta, i, mask, budget);
+}
+
 /* queue.c: one push, as queue_push; hashed: p->hash is the key's hash already. */
 enum queue_result queue_push_one(struct queue *q, const struct queue_pend *p, unsigned flags,
 				 bool hashed);
 
 /* queue-direct.c */
-/* The direct index place of p's key, with *newest its newest live entry (or NONE). */
-uint32_t qdirect_find(const struct direct *d, uint32_t hash, const struct queue_pend *p,
-		      uint32_t *newest);
-/* As scan_slots, from entry i of the array. */
-uint32_t qdirect_scan(const struct direct *d, uint32_t i, uint32_t mask, int *budget);
 /* A new entry in the array; -1 (nothing changed) if its name cannot be copied. */
 int qdirect_add(struct queue *q, const struct queue_pend *p, uint8_t f, uint32_t hash,
 		uint32_t dpos, uint32_t dnewest, unsigned flags);

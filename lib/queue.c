@@ -334,7 +334,7 @@ static void unkey(struct queue *q, struct slot *s, uint32_t id)
 /*
  * The newest unread event of the key with this mask, unless a barrier (a
  * create, delete or move of the name) stands between. Scans at most *budget
- * events, newest first, from `id` in the ring (qdirect_scan goes on in a
+ * events, newest first, from `id` in the ring (direct_scan goes on in a
  * direct read's array, which holds older ones); *budget keeps what is left:
  * 0 after a barrier.
  */
@@ -442,9 +442,9 @@ enum queue_result queue_push_one(struct queue *q, const struct queue_pend *p, un
 			}
 		}
 		if (d->on) {
-			dpos = qdirect_find(d, hash, p, &dnewest);
+			dpos = direct_find(d, hash, p, &dnewest);
 			if ((f & F_MERGEABLE) &&
-			    (id = qdirect_scan(d, dnewest, p->mask, &budget)) != NONE) {
+			    (id = direct_scan(d, dnewest, p->mask, &budget)) != NONE) {
 				d->evs[id].count++;
 				goto merged;
 			}

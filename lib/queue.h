@@ -164,6 +164,8 @@ bool queue_direct_begin(struct queue *q, struct fsnw_event *evs, size_t max);
 void queue_direct_lend(struct queue *q, bool lend);
 size_t queue_direct_room(const struct queue *q);
 size_t queue_direct_end(struct queue *q);
+/* Whether the last direct read's array holds an FSNW_IGNORED (until the next begins). */
+bool queue_direct_ignored(const struct queue *q);
 
 /* Drop every unread event of owner; returns how many. */
 size_t queue_purge(struct queue *q, struct qowner *owner);

@@ -109,11 +109,29 @@ static unsigned fan_out(struct fsnw *w, struct kwatch *kw, const struct kevent *
 	return pushes;
 }
 
-unsigned route_event(struct fsnw *w, const struct kevent *ev)
+/* Whether kw's events may take the lane: see struct route_lane. */
+static struct link *lane_link(struct fsnw *w, struct kwatch *kw)
+{
+	struct list *first = kw->links.next;
+	struct link *l;
+
+	if (first == &kw->links || first->next != &kw->links ||
+	    !list_empty(&w->trees.fan.all))
+		return NULL;
+	l = list_entry(first, struct link, knode);
+	if (!l->active || l->watch->tree || (l->watch->flags & FSNW_WATCH_ONESHOT))
+		return NULL;
+	return l;
+}
+
+unsigned route_event(struct fsnw *w, const struct kevent *ev, struct route_lane *lane)
 {
 	struct kwatch *kw;
+	struct link *l;
+	unsigned pushes;
 	bool plain;
 
+	lane->kw = NULL;
 	if (ev->mask & FSNW_OVERFLOW) {
 		w->st.events_read++;
 		/* Trees on fanotify place what they hold first: it came before. */
@@ -151,7 +169,17 @@ unsigned route_event(struct fsnw *w, const struct kevent *ev)
 			tell_dropped(w, kw);
 		return 0;
 	}
-	return ROUTE_PUSHES_ONE * fan_out(w, kw, ev);
+	/* Found before the fan-out, which for such a link changes nothing. */
+	l = lane_link(w, kw);
+	pushes = fan_out(w, kw, ev);
+	if (l) {
+		lane->kw = kw;
+		lane->owner = &l->watch->qo;
+		lane->path = l->path;
+		lane->pass = l->watch->mask | FSNW_ISDIR | FSNW_UNMOUNT;
+		lane->events_read = &w->st.events_read;
+	}
+	return ROUTE_PUSHES_ONE * pushes;
 }
 
 void route_end_trees(struct fsnw *w)

@@ -4,9 +4,12 @@
  * stream of operations drives two queues. The plain one gets every event
  * through queue_push and every read through queue_pop. The fast one gets
  * the same events deferred (queue_defer, flushed when a batch fills or
- * anything else is called) and its reads as the engine does them: a
- * direct read (queue_direct_begin, the events of a drain, queue_direct_end,
- * then queue_pop for what did not fit), its names lent or copied. Both
+ * anything else is called), or during a direct read through the queue's
+ * lane for their owner and path (queue_lane_push; one it refuses pushed
+ * the usual way once the lane is closed), and its reads as the engine does
+ * them: a direct read (queue_direct_begin, the events of a drain,
+ * queue_direct_end, then queue_pop for what did not fit), its names lent
+ * or copied. Both
  * must deliver the same events (wid, mask, cookie, count, path, name), in
  * the same order, and agree on every counter and every owner's count; what
  * the fast one delivered must read the same until it is released.
@@ -21,6 +24,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "queue-lane.h"
 #include "queue.h"
 #include "strref.h"
 
@@ -55,8 +59,37 @@ struct diff {
 	char lent_name[2 * DIFF_MAX][80];
 	size_t nlent;
 	bool narrow;
-	uint64_t reads, direct_reads;
+	uint64_t reads, direct_reads, lane_pushes;
+	/* The fast queue's lane, while open: nothing else touches that queue. */
+	struct queue_lane lane;
+	bool lane_open;
+	bool in_direct; /* a direct read is on: the lane may open */
 };
+
+static void diff_lane_close(struct diff *d)
+{
+	if (!d->lane_open)
+		return;
+	queue_lane_close(d->fast.q, &d->lane);
+	d->lane_open = false;
+}
+
+/* The fast side of an event through the lane of its owner and path; false:
+ * refused, or no lane (the lane is closed then). */
+static bool diff_lane_push(struct diff *d, struct qowner *owner, struct strref *path,
+			   uint32_t mask, uint32_t cookie, const char *name, size_t len)
+{
+	if (d->lane_open && (d->lane.owner != owner || d->lane.path != path))
+		diff_lane_close(d);
+	if (!d->lane_open)
+		d->lane_open = queue_lane_open(d->fast.q, owner, path, &d->lane);
+	if (d->lane_open && queue_lane_push(&d->lane, mask, cookie, name, len)) {
+		d->lane_pushes++;
+		return true;
+	}
+	diff_lane_close(d);
+	return false;
+}
 
 static uint8_t diff_take(struct diff *d)
 {
@@ -85,7 +118,12 @@ static void diff_event(struct diff *d)
 	struct qowner *po = (mask & FSNW_OVERFLOW) ? NULL : &d->plain.owners[owner];
 
 	(void)queue_push(d->plain.q, po, ps, mask, cookie, name, len, force ? QUEUE_FORCE : 0);
-	/* The library defers only what it routes: never a forced push. */
+	/* The library defers, or takes through the lane, only what it routes:
+	 * never a forced push. */
+	if (!force && fo && d->in_direct && (b1 & 0x40) &&
+	    diff_lane_push(d, fo, ps, mask, cookie, name, len))
+		return;
+	diff_lane_close(d);
 	if (force || !fo || (b3 & 0x80))
 		(void)queue_push(d->fast.q, fo, ps, mask, cookie, name, len,
 				 force ? QUEUE_FORCE : 0);
@@ -102,6 +140,7 @@ static void diff_check_counters(struct diff *d)
 {
 	const struct queue_counters *a, *b;
 
+	diff_lane_close(d);
 	queue_flush(d->fast.q);
 	a = queue_counters(d->plain.q);
 	b = queue_counters(d->fast.q);
@@ -153,6 +192,7 @@ static void diff_read(struct diff *d, size_t max)
 	direct = queue_direct_begin(d->fast.q, fe, max);
 	if (direct)
 		queue_direct_lend(d->fast.q, diff_take(d) & 1);
+	d->in_direct = direct;
 	d->reads++;
 	d->direct_reads += direct;
 	for (int i = 0; i < burst; i++) {
@@ -160,7 +200,10 @@ static void diff_read(struct diff *d, size_t max)
 
 		if (op < 0xf0) {
 			diff_event(d);
-		} else if (op < 0xf4) {
+			continue;
+		}
+		diff_lane_close(d);
+		if (op < 0xf4) {
 			int o = diff_take(d) % DIFF_OWNERS;
 
 			DIFF_CHECK(queue_purge(d->plain.q, &d->plain.owners[o]) ==
@@ -175,8 +218,14 @@ static void diff_read(struct diff *d, size_t max)
 			queue_flush(d->fast.q);
 		}
 	}
-	if (direct)
+	diff_lane_close(d);
+	d->in_direct = false;
+	if (direct) {
 		nf = queue_direct_end(d->fast.q);
+		/* The engine reaps the array only when it says it holds one. */
+		for (size_t i = 0; i < nf; i++)
+			DIFF_CHECK(!(fe[i].mask & FSNW_IGNORED) || queue_direct_ignored(d->fast.q));
+	}
 	nf += queue_pop(d->fast.q, fe + nf, max - nf);
 	np = queue_pop(d->plain.q, pe, max);
 	DIFF_CHECK(nf == np);
@@ -264,6 +313,7 @@ static void diff_stream(struct diff *dp)
 	}
 	dp->reads = d.reads;
 	dp->direct_reads = d.direct_reads;
+	dp->lane_pushes = d.lane_pushes;
 }
 
 #endif

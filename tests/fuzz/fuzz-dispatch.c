@@ -225,6 +225,7 @@ static const struct backend fake_backend = {
 	.unmark = fake_unmark,
 	.decode = fake_decode,
 	.max_record = sizeof(struct inotify_event) + NAME_MAX + 1,
+	.inotify_records = true,
 };
 
 /* A handle as fsnw_open makes one, on the model kernel and with no fds. */
