@@ -633,6 +633,10 @@ size_t queue_purge(struct queue *q, struct qowner *owner)
 	size_t n;
 
 	queue_flush(q);
+	/* queued counts its events everywhere, a direct read's included: a
+	 * watch removed with none waiting (the common case) costs nothing. */
+	if (!owner->queued)
+		return 0;
 	n = qdirect_purge(q, owner);
 	for (uint64_t i = q->head; i != q->tail && owner->queued; i++) {
 		uint32_t *r = &q->ring[i & (q->ringcap - 1)];
