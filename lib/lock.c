@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: MIT */
-#include <limits.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>

@@ -83,19 +83,13 @@ void *mem_cache_grow(struct mem_cache *c)
 	return p;
 }
 
-void mem_cache_release(struct mem_cache *c, void *p)
-{
-	(void)c;
-	free(p);
-}
-
 void mem_cache_fini(struct mem_cache *c)
 {
 	while (c->free) {
 		void *p = c->free;
 
 		memcpy(&c->free, p, sizeof(void *));
-		free(p);
+		mem_free(p);
 	}
 	c->nfree = 0;
 }

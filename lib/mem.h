@@ -20,7 +20,7 @@ void mem_free(void *p);
 /*
  * Records of one size that come and go with watches, kept for reuse: an add
  * after a remove then costs no malloc and, in a fresh thread, touches no new
- * page (a first touch costs 8-19 us on the guest we measure on). A cache
+ * page (a first touch costs 6-19 us on the guest we measure on). A cache
  * keeps as many free records as the handle once had in use, up to
  * MEM_CACHE_KEEP: memory follows the peak, as a kernel slab's does, and goes
  * back to malloc when the handle closes. One allocator, not one per
@@ -41,9 +41,8 @@ struct mem_cache {
 void mem_cache_init(struct mem_cache *c, size_t size);
 /* Free the records kept (those in use are the owner's to give back first). */
 void mem_cache_fini(struct mem_cache *c);
-/* The slow paths of the two below: malloc, and free. */
+/* The slow path of mem_cache_alloc: malloc. */
 void *mem_cache_grow(struct mem_cache *c);
-void mem_cache_release(struct mem_cache *c, void *p);
 
 /* A record, or NULL. Inline: an add and a remove take and give back three. */
 static inline void *mem_cache_alloc(struct mem_cache *c)
@@ -76,7 +75,7 @@ static inline void mem_cache_free(struct mem_cache *c, void *p)
 		return;
 	c->used--;
 	if (__builtin_expect(c->nfree >= c->peak || c->nfree >= MEM_CACHE_KEEP, 0)) {
-		mem_cache_release(c, p);
+		mem_free(p);
 		return;
 	}
 	memcpy(p, &c->free, sizeof(void *));
