@@ -128,6 +128,7 @@ static void bulk_child(struct bench *b, void *argp, void *outp)
 	int fd = -1, bad = 0, err = 0;
 	bool ok = true, raw = !strcmp(variant, "bulk-raw");
 	bool batch = !strcmp(variant, "bulk-lib-batch");
+	bool reserve = !strcmp(variant, "bulk-lib-reserve");
 	char dir[4096], **dirs;
 	double sys;
 
@@ -157,6 +158,12 @@ static void bulk_child(struct bench *b, void *argp, void *outp)
 		for (int i = 0; i < B; i++) {
 			items[i].path = dirs[i];
 			items[i].mask = BULK_MASK;
+		}
+		/* Untimed: what the adds would allocate, allocated now. */
+		err = reserve ? fsnw_reserve(w, (size_t)B) : 0;
+		if (err < 0) {
+			bench_fail(b, variant, 1, m, "fsnw_reserve: %s", strerror(-err));
+			goto out;
 		}
 		lib_stats(w, &st0);
 	}
@@ -285,11 +292,12 @@ static void bulk_round(struct bench *b, const char *variant, int B, int m)
 
 static void run_bulk(struct bench *b, long bulk)
 {
-	static const char *const names[] = { "bulk-raw", "bulk-lib", "bulk-lib-batch" };
+	static const char *const names[] = { "bulk-raw", "bulk-lib", "bulk-lib-batch",
+					     "bulk-lib-reserve" };
 	int B = (int)bulk, warmup, rounds;
 	bool any = false;
 
-	for (int v = 0; v < 3; v++)
+	for (int v = 0; v < 4; v++)
 		any |= cli_variant_on(b->o, names[v]);
 	if (!any)
 		return;
@@ -297,7 +305,7 @@ static void run_bulk(struct bench *b, long bulk)
 		     &rounds);
 	/* Variants interleave by round: a busy moment of the machine hits all alike. */
 	for (int r = 0; r < warmup + rounds; r++)
-		for (int v = 0; v < 3; v++) {
+		for (int v = 0; v < 4; v++) {
 			if (!cli_variant_on(b->o, names[v]) || !bench_inotify_room(b, names[v], 1))
 				continue;
 			bench_progress(b, "%s round %d/%d", names[v], r + 1, warmup + rounds);

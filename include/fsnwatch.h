@@ -110,6 +110,9 @@ int fsnw_add_batch(struct fsnw *w, struct fsnw_batch_item *items, size_t n,
 		   uint32_t batch_flags);
 /* Remove n watches; results (may be NULL) gets 0 or -errno each; returns how many succeeded. */
 int fsnw_remove_batch(struct fsnw *w, const int *wids, size_t n, int *results);
+/* Allocate now what n more watches on new objects need, but their path strings,
+ * so that those adds call no malloc (since 0.3). */
+int fsnw_reserve(struct fsnw *w, size_t n);
 
 struct fsnw_event {
 	int wid;            /* logical watch; 0 for FSNW_OVERFLOW */

@@ -264,6 +264,27 @@ FSNW_EXPORT int fsnw_wake(struct fsnw *w)
 	return ret;
 }
 
+FSNW_EXPORT int fsnw_reserve(struct fsnw *w, size_t n)
+{
+	size_t keylen;
+	int ret;
+
+	/* More watches than wids is no room anyone can use. */
+	if (!w || n > INT_MAX)
+		return -EINVAL;
+	if (!n)
+		return 0;
+	keylen = w->be->id == FSNW_BACKEND_INOTIFY ? sizeof(int) : KKEY_MAX;
+	lock(w);
+	ret = watches_reserve(&w->watches, n);
+	if (ret == 0)
+		ret = kwatch_reserve(&w->kwatches, n, keylen);
+	if (ret == 0)
+		ret = stats_lat_ready(w);
+	unlock(w);
+	return ret;
+}
+
 FSNW_EXPORT int fsnw_pump(struct fsnw *w)
 {
 	size_t depth;

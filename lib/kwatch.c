@@ -161,6 +161,15 @@ static struct kwatch *kwatch_alloc(struct kwatches *t, size_t keylen)
 	return mem_cache_zalloc(&t->kw_cache, sizeof(struct kwatch));
 }
 
+int kwatch_reserve(struct kwatches *t, size_t n, size_t keylen)
+{
+	int ret = htab_reserve(&t->by_key, n);
+
+	if (ret == 0 && keylen <= KWATCH_CACHED_KEY)
+		ret = mem_cache_reserve(&t->kw_cache, n);
+	return ret;
+}
+
 /* Out of the table and freed. */
 static void kwatch_forget(struct fsnw *w, struct kwatch *kw)
 {

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,23 @@ void *mem_cache_grow(struct mem_cache *c)
 	if (p && ++c->used > c->peak)
 		c->peak = c->used;
 	return p;
+}
+
+int mem_cache_reserve(struct mem_cache *c, size_t n)
+{
+	while (c->nfree < n) {
+		void *p = mem_alloc(c->size);
+
+		if (!p)
+			return -ENOMEM;
+		memcpy(p, &c->free, sizeof(void *));
+		c->free = p;
+		c->nfree++;
+	}
+	/* Kept when they come back, as records a handle once used are. */
+	if (c->used + c->nfree > c->peak)
+		c->peak = c->used + c->nfree;
+	return 0;
 }
 
 void mem_cache_fini(struct mem_cache *c)

@@ -43,6 +43,9 @@ void mem_cache_init(struct mem_cache *c, size_t size);
 void mem_cache_fini(struct mem_cache *c);
 /* The slow path of mem_cache_alloc: malloc. */
 void *mem_cache_grow(struct mem_cache *c);
+/* At least n free records kept from now on (mallocs what is missing);
+ * 0 or -ENOMEM, with what was allocated kept. */
+int mem_cache_reserve(struct mem_cache *c, size_t n);
 
 /* A record, or NULL. Inline: an add and a remove take and give back three. */
 static inline void *mem_cache_alloc(struct mem_cache *c)

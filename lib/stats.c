@@ -116,6 +116,20 @@ struct lat_shard *stats_lat_new(struct fsnw *w, unsigned i)
 	return s;
 }
 
+int stats_lat_ready(struct fsnw *w)
+{
+	unsigned slot;
+
+	if (w->open_flags & FSNW_OPEN_NO_STATS)
+		return 0;
+	if (!stats_thread_slot)
+		stats_thread_slot = stats_new_slot();
+	slot = stats_thread_slot % LAT_SHARDS;
+	if (!w->lat[slot] && stats_lat_new(w, slot) == &w->lat0)
+		return -ENOMEM;
+	return 0;
+}
+
 void stats_fini(struct fsnw *w)
 {
 	for (unsigned i = 0; i < LAT_SHARDS; i++) {

@@ -59,6 +59,10 @@ unsigned stats_new_slot(void);
 /* The shard of slot i, allocated now (lat0 where that fails). */
 struct lat_shard *stats_lat_new(struct fsnw *w, unsigned i);
 
+/* The calling thread's histograms made now if timing is on (lock held):
+ * 0, or -ENOMEM. */
+int stats_lat_ready(struct fsnw *w);
+
 /* The calling thread's histograms (lock held). */
 static inline struct fsnw_histogram *stats_lat(struct fsnw *w, enum lat_kind k)
 {

@@ -109,6 +109,13 @@ static int next_free_wid(struct watches *t)
 	}
 }
 
+int watches_reserve(struct watches *t, size_t n)
+{
+	int ret = htab_reserve(&t->by_wid, n);
+
+	return ret < 0 ? ret : mem_cache_reserve(&t->cache, n);
+}
+
 static struct watch *watch_new(struct watches *t, const char *path, uint32_t mask,
 			       uint32_t flags)
 {

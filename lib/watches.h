@@ -95,6 +95,8 @@ void watches_fini(struct fsnw *w);
 
 struct watch *watches_find(const struct watches *t, int wid);
 size_t watches_count(const struct watches *t);
+/* Records and wid-table room for n more watches (fsnw_reserve): 0, -ENOMEM. */
+int watches_reserve(struct watches *t, size_t n);
 
 /* Check an add's arguments and normalise them: inotify flag bits may come
  * inside the mask. -EINVAL, -ENOENT, -ENAMETOOLONG. */

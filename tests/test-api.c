@@ -70,6 +70,7 @@ START_TEST(null_handle)
 	ck_assert_int_eq(fsnw_stats_json(NULL, NULL, 0), -EINVAL);
 	ck_assert_int_eq(fsnw_add_batch(NULL, NULL, 0, 0), -EINVAL);
 	ck_assert_int_eq(fsnw_remove_batch(NULL, &wid, 1, NULL), -EINVAL);
+	ck_assert_int_eq(fsnw_reserve(NULL, 1), -EINVAL);
 }
 END_TEST
 

@@ -873,6 +873,56 @@ START_TEST(churn_reuses_records)
 }
 END_TEST
 
+/*
+ * fsnw_reserve pays for the next adds: after reserving 200, 200 adds on new
+ * files allocate their path strings and nothing else (with fanotify, whose
+ * kernel-watch records are not cached, those records too: at most a few
+ * more). A reservation
+ * that runs out of memory keeps what it got and leaves the handle sound.
+ */
+START_TEST(reserve_pays_for_adds)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	bool fan = fsnw_get_backend(w) == FSNW_BACKEND_FANOTIFY;
+	char p[PATH_MAX];
+	int wid[200];
+
+	for (int i = 0; i < 200; i++) {
+		snprintf(p, sizeof(p), "f%d", i);
+		touch(dir, p);
+	}
+	ck_assert_int_eq(fsnw_reserve(w, (size_t)INT_MAX + 1), -EINVAL);
+	mem_fail_after(-1);
+	ck_assert_int_eq(fsnw_reserve(w, 0), 0);
+	ck_assert_int_eq(mem_count(), 0);
+	/* Every allocation of a reservation can fail, and a retry completes it. */
+	for (long k = 0;; k++) {
+		mem_fail_after(k);
+		if (fsnw_reserve(w, 200) == 0)
+			break;
+		check_consistent(w, 0);
+	}
+	mem_fail_after(-1);
+	for (int i = 0; i < 200; i++) {
+		snprintf(p, sizeof(p), "%s/f%d", dir, i);
+		wid[i] = fsnw_add(w, p, FSNW_ATTRIB, 0);
+		ck_assert_int_gt(wid[i], 0);
+	}
+	if (fan) /* and the first fanotify mark's own few */
+		ck_assert_int_le(mem_count(), 2 * 200 + 8);
+	else
+		ck_assert_int_eq(mem_count(), 200);
+	check_consistent(w, 200);
+	for (int i = 0; i < 200; i++)
+		ck_assert_int_eq(fsnw_remove(w, wid[i]), 0);
+	fsnw_pump(w);
+	check_consistent(w, 0);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 START_TEST(close_sweep)
 {
 	/* Closing with events queued, a tree, and parked watches. */
@@ -927,5 +977,6 @@ TEST_SUITE(alloc_failures)
 	ADD_TEST(s, stats_sweep);
 	ADD_TEST(s, close_sweep);
 	ADD_TEST(s, churn_reuses_records);
+	ADD_TEST(s, reserve_pays_for_adds);
 	return s;
 }
