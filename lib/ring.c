@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,13 +14,17 @@
 
 /* Threads that get a ring of their own; later ones read the group fd. */
 #define RINGS_MAX 8
-#define POLL_DATA 1
-#define CANCEL_DATA 2
+/* The user_data of a cancel; a poll's is its arm's number, from 1. */
+#define CANCEL_DATA UINT64_MAX
 
 struct one_ring {
 	struct io_uring uring;
 	const void *owner; /* the thread it belongs to (its token) */
 	bool armed;        /* a POLL_ADD is in flight and has not completed */
+	/* Deferred task work (below): a fired poll's completion is posted
+	 * only when the owner enters the kernel for it, at the next arm. */
+	bool deferred;
+	uint64_t gen;      /* the user_data of the poll armed last */
 };
 
 struct ring {
@@ -38,17 +43,40 @@ static bool disabled_by_env(void)
 	return v && *v && strcmp(v, "0") != 0;
 }
 
-/* Consume every completion; true if there was one. A look at the ring's
- * tail, inline: no call into liburing, no syscall. */
+/* Consume the completions there are; true if one is the poll armed last. */
+static bool take_completions(struct one_ring *r)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, n = 0;
+	bool current = false;
+
+	io_uring_for_each_cqe(&r->uring, head, cqe) {
+		current |= cqe->user_data == r->gen;
+		n++;
+	}
+	io_uring_cq_advance(&r->uring, n);
+	return current;
+}
+
+/*
+ * Whether the armed poll fired. A look at the ring's memory, inline: no
+ * call into liburing, no syscall. With deferred task work the completion
+ * is not posted yet, but the kernel set IORING_SQ_TASKRUN in the waker's
+ * own call; the completion is collected by the next arm (which is why a
+ * ring that is not armed has nothing new to say).
+ */
 static bool reap(struct one_ring *r)
 {
-	unsigned n = io_uring_cq_ready(&r->uring);
+	bool fired;
 
-	if (!n)
-		return false;
-	io_uring_cq_advance(&r->uring, n);
-	r->armed = false;
-	return true;
+	if (io_uring_cq_ready(&r->uring))
+		fired = take_completions(r) && r->armed;
+	else
+		fired = r->deferred && r->armed &&
+			(IO_URING_READ_ONCE(*r->uring.sq.kflags) & IORING_SQ_TASKRUN);
+	if (fired)
+		r->armed = false;
+	return fired;
 }
 
 /*
@@ -64,11 +92,17 @@ static bool arm(struct fsnw *w, struct one_ring *r)
 	if (!sqe)
 		return false;
 	io_uring_prep_poll_add(sqe, w->kfd, POLLIN);
-	io_uring_sqe_set_data64(sqe, POLL_DATA);
-	ret = io_uring_submit(&r->uring);
+	io_uring_sqe_set_data64(sqe, ++r->gen);
+	/* One io_uring_enter: with deferred task work it also runs the
+	 * fired poll's, posting the completion that the reap below takes
+	 * along with any of the new poll. */
+	ret = r->deferred ? io_uring_submit_and_get_events(&r->uring)
+			  : io_uring_submit(&r->uring);
 	w->st.sys_io_uring++;
-	if (ret != 1)
+	if (ret != 1) {
+		(void)take_completions(r);
 		return false;
+	}
 	r->armed = true;
 	return !reap(r);
 }
@@ -85,10 +119,18 @@ static int ring_new(struct fsnw *w, struct one_ring **out)
 	r = mem_zalloc(sizeof(*r));
 	if (!r)
 		return -ENOMEM;
+	/* Two entries: one poll at a time. Deferred task work where the
+	 * kernel has it (6.1), as ring.h explains; else the plain ring. */
 	memset(&p, 0, sizeof(p));
-	/* Two entries: one poll at a time. No IORING_SETUP_DEFER_TASKRUN
-	 * (see ring.h). */
+	p.flags = IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SINGLE_ISSUER |
+		  IORING_SETUP_TASKRUN_FLAG;
 	ret = io_uring_queue_init_params(2, &r->uring, &p);
+	r->deferred = ret == 0;
+	if (ret == -EINVAL) {
+		w->st.sys_io_uring++;
+		memset(&p, 0, sizeof(p));
+		ret = io_uring_queue_init_params(2, &r->uring, &p);
+	}
 	if (ret < 0) {
 		/* ENOSYS, EPERM (kernel.io_uring_disabled, seccomp), a memlock
 		 * or fd limit: the fallback serves. */
@@ -133,22 +175,30 @@ void ring_close(struct fsnw *w)
 	 * An armed poll holds a reference to the group's file, and a closed
 	 * ring lets go of its requests later, from a kernel worker: the
 	 * inotify instance would outlive fsnw_close, and a new handle could
-	 * meet max_user_instances. So the poll is cancelled first. The cancel
-	 * completes at once; the poll's own completion, which lets go of the
-	 * file, runs as task work of the thread that armed it: for the
-	 * closing thread's ring before this returns, for another thread's
-	 * when that thread next returns from the kernel (never waited for
-	 * here, as that thread may be asleep).
+	 * meet max_user_instances. So the closing thread cancels its own
+	 * ring's poll first, which completes at once. Another thread's ring
+	 * only its own thread may submit to (IORING_SETUP_SINGLE_ISSUER); its
+	 * poll goes when that thread exits, or with the ring's teardown, in a
+	 * kernel worker, soon after the close. (A plain ring, on kernels
+	 * before 6.1, takes the cancel from any thread, but its poll's
+	 * completion still runs as task work of its own thread.)
 	 */
 	for (unsigned i = 0; i < rs->n; i++) {
 		struct one_ring *r = rs->r[i];
 
 		(void)reap(r);
-		if (r->armed) {
+		/* A fired poll of our own whose completion waits in deferred
+		 * task work holds the file until that runs: run it now. */
+		if (r->deferred && !r->armed && r->owner == &thread_token &&
+		    (IO_URING_READ_ONCE(*r->uring.sq.kflags) & IORING_SQ_TASKRUN)) {
+			(void)io_uring_get_events(&r->uring);
+			w->st.sys_io_uring++;
+		}
+		if (r->armed && (!r->deferred || r->owner == &thread_token)) {
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&r->uring);
 
 			if (sqe) {
-				io_uring_prep_poll_remove(sqe, POLL_DATA);
+				io_uring_prep_poll_remove(sqe, r->gen);
 				io_uring_sqe_set_data64(sqe, CANCEL_DATA);
 				(void)io_uring_submit_and_wait(&r->uring, 1);
 			}

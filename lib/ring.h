@@ -6,12 +6,16 @@
  * watch (dedup, idle revive) skip the drain read that keeps older events
  * from the new watch: one syscall for the add instead of two.
  *
- * Why a peek is enough: an event queued in the kernel wakes the armed poll,
- * whose completion is posted by task work on the thread that armed it, at
- * the latest when that thread next returns from a syscall. So after its own
- * mark syscall returns, the arming thread sees a completion for every event
- * queued before the mark, or none: the queue is as empty as it was. (Not
- * with IORING_SETUP_DEFER_TASKRUN, which would defer exactly that.) Another
+ * Why a peek is enough: an event queued in the kernel wakes the armed poll.
+ * On kernels from 6.1 the ring defers its task work
+ * (IORING_SETUP_DEFER_TASKRUN, with SINGLE_ISSUER and TASKRUN_FLAG): the
+ * wake, in the call of whoever queued the event, sets IORING_SQ_TASKRUN in
+ * the ring's shared flags and wakes nobody, and the completion waits until
+ * the owner next arms. Before 6.1 the completion is posted by task work on
+ * the owner, at the latest when it next returns from a syscall, which
+ * wakes the owner if it sleeps. Either way, after its own mark syscall
+ * returns, the owner sees the flag or a completion for every event queued
+ * before the mark, or neither: the queue is as empty as it was. Another
  * thread's peek proves nothing, so only the owner trusts it; the others,
  * and every handle where io_uring is missing, refused (kernel.io_uring_disabled,
  * a seccomp filter) or turned off (FSNW_OPEN_NO_RING, FSNW_NO_IO_URING=1 in

@@ -11,7 +11,10 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "test-common.h"
@@ -442,6 +445,78 @@ START_TEST(each_thread_its_ring)
 }
 END_TEST
 
+/*
+ * A thread whose ring is armed sleeps through events: the ring takes them
+ * as deferred task work (kernel 6.1 on), setting a flag the thread looks at
+ * when it next adds, and wakes nobody. The sleeper's poll is its only
+ * voluntary switch. (Before 6.1 the plain ring's task work woke it once.)
+ */
+struct sleeper {
+	struct fsnw *w;
+	const char *path;
+	int pipe_rd;
+	atomic_int armed;
+	long switches;
+};
+
+static void *sleeper(void *arg)
+{
+	struct sleeper *s = arg;
+	struct pollfd p = { .fd = s->pipe_rd, .events = POLLIN };
+	struct rusage r0, r1;
+	int wid = fsnw_add(s->w, s->path, FSNW_ATTRIB, 0); /* arms this thread's ring */
+
+	ck_assert_int_gt(wid, 0);
+	atomic_store(&s->armed, 1);
+	getrusage(RUSAGE_THREAD, &r0);
+	ck_assert_int_eq(poll(&p, 1, -1), 1);
+	getrusage(RUSAGE_THREAD, &r1);
+	s->switches = r1.ru_nvcsw - r0.ru_nvcsw;
+	ck_assert_int_eq(fsnw_remove(s->w, wid), 0);
+	return NULL;
+}
+
+static bool kernel_before(int major, int minor)
+{
+	struct utsname u;
+	int ma = 0, mi = 0;
+
+	return uname(&u) == 0 && sscanf(u.release, "%d.%d", &ma, &mi) == 2 &&
+	       (ma < major || (ma == major && mi < minor));
+}
+
+START_TEST(ring_leaves_sleepers_asleep)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char p[PATH_MAX];
+	int pfd[2];
+	struct sleeper s = { 0 };
+	pthread_t th;
+
+	touch(dir, "f");
+	ck_assert_int_eq(pipe(pfd), 0);
+	s = (struct sleeper){ .w = w, .path = pjoin(p, dir, "f"), .pipe_rd = pfd[0] };
+	ck_assert_int_gt(fsnw_add(w, p, FSNW_ATTRIB, 0), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, sleeper, &s), 0);
+	while (!atomic_load(&s.armed))
+		sched_yield();
+	usleep(50000); /* asleep in its poll by now */
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(chmod(p, 0600 | (i & 1) << 8), 0);
+		usleep(20000);
+	}
+	ck_assert_int_eq(write(pfd[1], "x", 1), 1);
+	pthread_join(th, NULL);
+	if (!(stats_of(w).ring_active && kernel_before(6, 1)))
+		ck_assert_int_eq(s.switches, 1);
+	close(pfd[0]);
+	close(pfd[1]);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 TEST_SUITE(dedup)
 {
 	Suite *s = suite_create("dedup");
@@ -455,5 +530,6 @@ TEST_SUITE(dedup)
 	ADD_TEST(s, buffered_records_older_than_add);
 	ADD_TEST(s, other_threads_event_before_add);
 	ADD_TEST(s, each_thread_its_ring);
+	ADD_TEST(s, ring_leaves_sleepers_asleep);
 	return s;
 }
