@@ -24,8 +24,8 @@ static size_t add_items(struct fsnw *w, struct fsnw_batch_item *items, size_t n,
 		uint32_t mask = items[i].mask, flags = items[i].flags;
 		int ret = watches_check(items[i].path, &mask, &flags);
 
-		if (ret == 0)
-			ret = watches_add(w, items[i].path, mask, flags, &added[i]);
+		if (ret > 0)
+			ret = watches_add(w, items[i].path, (size_t)ret, mask, flags, &added[i]);
 		if (ret == 0)
 			added[i]->in_batch = true;
 		items[i].result = ret;

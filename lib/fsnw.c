@@ -177,7 +177,7 @@ FSNW_EXPORT int fsnw_add(struct fsnw *w, const char *path, uint32_t mask, uint32
 	if (ret < 0)
 		return ret;
 	lock(w);
-	ret = watches_add(w, path, mask, flags, &lw);
+	ret = watches_add(w, path, (size_t)ret, mask, flags, &lw);
 	if (ret == 0) {
 		engine_settle(w);
 		ret = watches_finish_add(w, lw);

@@ -362,7 +362,9 @@ static uint64_t wait_unmarked(struct fsnw *w, const struct kkey *key)
 static bool mark_stands(struct fsnw *w, const struct kkey *key, uint64_t *waited,
 			struct kwatch **found)
 {
-	struct kwatch *kw = kwatch_find(&w->kwatches, key->bytes, key->len);
+	/* Hot: a shared add looks its kernel watch up here and again when it
+	 * links (kwatch_link), and the next add is often onto the same. */
+	struct kwatch *kw = kwatch_find_hot(&w->kwatches, key->bytes, key->len);
 
 	*found = kw;
 	if (!kw || kw->state != KW_UNMARKING || (*waited && kw->serial == *waited))
@@ -697,7 +699,7 @@ int kwatch_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int di
 	bool existed;
 	int ret;
 
-	kw = kwatch_find(&w->kwatches, key->bytes, key->len);
+	kw = kwatch_find_hot(&w->kwatches, key->bytes, key->len);
 	if (kw && kw->state == KW_UNMARKING) {
 		/* kwatch_mark waited for the unmark and marked again. */
 		take_over(w, kw, flags);

@@ -19,11 +19,14 @@
 
 int watches_check(const char *path, uint32_t *mask, uint32_t *flags)
 {
+	size_t len;
+
 	if (!path)
 		return -EINVAL;
 	if (!*path)
 		return -ENOENT;
-	if (strnlen(path, PATH_MAX) >= PATH_MAX)
+	len = strnlen(path, PATH_MAX);
+	if (len >= PATH_MAX)
 		return -ENAMETOOLONG;
 	*flags |= *mask & MASK_FLAGS;
 	*mask &= ~MASK_FLAGS;
@@ -35,7 +38,7 @@ int watches_check(const char *path, uint32_t *mask, uint32_t *flags)
 		return -EINVAL;
 	if ((*flags & FSNW_WATCH_TREE) && (*flags & FSNW_WATCH_ONESHOT))
 		return -EINVAL;
-	return 0;
+	return (int)len;
 }
 
 void watches_init(struct watches *t)
@@ -116,7 +119,7 @@ int watches_reserve(struct watches *t, size_t n)
 	return ret < 0 ? ret : mem_cache_reserve(&t->cache, n);
 }
 
-static struct watch *watch_new(struct watches *t, const char *path, uint32_t mask,
+static struct watch *watch_new(struct watches *t, const char *path, size_t len, uint32_t mask,
 			       uint32_t flags)
 {
 	struct watch *lw;
@@ -126,7 +129,7 @@ static struct watch *watch_new(struct watches *t, const char *path, uint32_t mas
 	lw = mem_cache_zalloc(&t->cache, sizeof(struct watch));
 	if (!lw)
 		return NULL;
-	lw->path = strref_new_in(&t->paths, path, strlen(path));
+	lw->path = strref_new_in(&t->paths, path, len);
 	if (!lw->path) {
 		lw->path = NULL;
 		free_watch(t, lw);
@@ -174,8 +177,8 @@ static void remove_watch(struct fsnw *w, struct watch *lw, bool park)
  * A plain add marks first and allocates after: the kernel call then starts
  * the timed section, so one clock read serves both the add and the mark.
  */
-static int add_plain(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
-		     uint64_t t0, struct watch **out)
+static int add_plain(struct fsnw *w, const char *path, size_t len, uint32_t mask,
+		     uint32_t flags, uint64_t t0, struct watch **out)
 {
 	struct kkey key;
 	struct watch *lw;
@@ -191,7 +194,7 @@ static int add_plain(struct fsnw *w, const char *path, uint32_t mask, uint32_t f
 	 * it is well under a microsecond. */
 	if (t0)
 		stats_end_at(w, LAT_ADD, t0, t1 ? t1 : stats_ticks(w));
-	lw = watch_new(&w->watches, path, mask, flags);
+	lw = watch_new(&w->watches, path, len, mask, flags);
 	if (!lw) {
 		kwatch_unmark_new(w, &key);
 		return -ENOMEM;
@@ -205,10 +208,10 @@ static int add_plain(struct fsnw *w, const char *path, uint32_t mask, uint32_t f
 	return 0;
 }
 
-static int add_tree(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
-		    struct watch **out)
+static int add_tree(struct fsnw *w, const char *path, size_t len, uint32_t mask,
+		    uint32_t flags, struct watch **out)
 {
-	struct watch *lw = watch_new(&w->watches, path, mask, flags);
+	struct watch *lw = watch_new(&w->watches, path, len, mask, flags);
 	int ret;
 
 	if (!lw)
@@ -224,7 +227,7 @@ static int add_tree(struct fsnw *w, const char *path, uint32_t mask, uint32_t fl
 	return 0;
 }
 
-int watches_add(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
+int watches_add(struct fsnw *w, const char *path, size_t len, uint32_t mask, uint32_t flags,
 		struct watch **out)
 {
 	uint64_t t0;
@@ -233,11 +236,11 @@ int watches_add(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
 	w->st.add_calls++;
 	t0 = stats_start(w);
 	if (flags & FSNW_WATCH_TREE) {
-		ret = add_tree(w, path, mask, flags, out);
+		ret = add_tree(w, path, len, mask, flags, out);
 		if (ret == 0)
 			stats_end(w, LAT_ADD, t0);
 	} else {
-		ret = add_plain(w, path, mask, flags, t0, out);
+		ret = add_plain(w, path, len, mask, flags, t0, out);
 	}
 	if (ret < 0)
 		return ret;

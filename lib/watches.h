@@ -99,15 +99,17 @@ size_t watches_count(const struct watches *t);
 int watches_reserve(struct watches *t, size_t n);
 
 /* Check an add's arguments and normalise them: inotify flag bits may come
- * inside the mask. -EINVAL, -ENOENT, -ENAMETOOLONG. */
+ * inside the mask. The path's length (> 0), or -EINVAL, -ENOENT,
+ * -ENAMETOOLONG. */
 int watches_check(const char *path, uint32_t *mask, uint32_t *flags);
 
 /*
- * The body of fsnw_add, arguments checked: a new logical watch, attached.
- * Returns the watch, whose links may be pending: drain and settle, then
- * watches_finish_add. -errno on failure, nothing changed.
+ * The body of fsnw_add, arguments checked (len: watches_check's): a new
+ * logical watch, attached. Returns the watch, whose links may be pending:
+ * drain and settle, then watches_finish_add. -errno on failure, nothing
+ * changed.
  */
-int watches_add(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
+int watches_add(struct fsnw *w, const char *path, size_t len, uint32_t mask, uint32_t flags,
 		struct watch **out);
 /* After the settle: the wid; -ENOENT (the watch is gone) if the object went,
  * or why a tree's walk failed (the add is undone). */
