@@ -503,7 +503,7 @@ START_TEST(ring_leaves_sleepers_asleep)
 		sched_yield();
 	usleep(50000); /* asleep in its poll by now */
 	for (int i = 0; i < 5; i++) {
-		ck_assert_int_eq(chmod(p, 0600 | (i & 1) << 8), 0);
+		ck_assert_int_eq(chmod(p, i & 1 ? 0640 : 0600), 0);
 		usleep(20000);
 	}
 	ck_assert_int_eq(write(pfd[1], "x", 1), 1);
