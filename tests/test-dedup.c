@@ -449,7 +449,8 @@ END_TEST
  * A thread whose ring is armed sleeps through events: the ring takes them
  * as deferred task work (kernel 6.1 on), setting a flag the thread looks at
  * when it next adds, and wakes nobody. The sleeper's poll is its only
- * voluntary switch. (Before 6.1 the plain ring's task work woke it once.)
+ * voluntary switch. (Before 6.1 the plain ring's task work woke it once:
+ * two switches, which fail this.)
  */
 struct sleeper {
 	struct fsnw *w;
@@ -508,8 +509,9 @@ START_TEST(ring_leaves_sleepers_asleep)
 	}
 	ck_assert_int_eq(write(pfd[1], "x", 1), 1);
 	pthread_join(th, NULL);
+	/* At most its poll's (none if it was slow to get there on a busy host). */
 	if (!(stats_of(w).ring_active && kernel_before(6, 1)))
-		ck_assert_int_eq(s.switches, 1);
+		ck_assert_int_le(s.switches, 1);
 	close(pfd[0]);
 	close(pfd[1]);
 	fsnw_close(w);
