@@ -588,7 +588,7 @@ sys_fail:
  * A library handle in its timed round is one that has churned before, as a
  * daemon's has: one untimed add of every pair, then their removes, leave in
  * its record caches the watch records and path strings the round takes (in
- * a fresh process each new one would cost a first touch of its page, 6-16
+ * a fresh process each new one would cost a first touch of its page, 6-20
  * us on a PVM guest), and for an idle-cache variant the parked watches, as
  * the round before would have left them. The adds go onto the keeper's
  * watch (no kernel mark is made or destroyed: the kernel side of the round
