@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@
 
 struct one_ring {
 	struct io_uring uring;
-	const void *owner; /* the thread it belongs to (its token) */
+	uint64_t owner;    /* the thread it belongs to (its serial) */
 	bool armed;        /* a POLL_ADD is in flight and has not completed */
 	/* Deferred task work (below): a fired poll's completion is posted
 	 * only when the owner enters the kernel for it, at the next arm. */
@@ -33,8 +34,21 @@ struct ring {
 	bool failed; /* setting up another ring failed: no more tries */
 };
 
-/* Identifies the calling thread without a syscall. */
-static __thread char thread_token __attribute__((tls_model("initial-exec")));
+/*
+ * Identifies the calling thread without a syscall: a number it takes at its
+ * first look, never given to another thread. (Not the address of a thread
+ * variable: a new thread often gets the TLS block of one that exited, and
+ * would take over its ring, whose poll died with it, and trust it.)
+ */
+static __thread uint64_t thread_serial __attribute__((tls_model("initial-exec")));
+static atomic_uint_least64_t serials;
+
+static uint64_t my_serial(void)
+{
+	if (!thread_serial)
+		thread_serial = atomic_fetch_add_explicit(&serials, 1, memory_order_relaxed) + 1;
+	return thread_serial;
+}
 
 static bool disabled_by_env(void)
 {
@@ -140,7 +154,7 @@ static int ring_new(struct fsnw *w, struct one_ring **out)
 	}
 	/* io_uring_setup, and the mmaps of the rings and the SQE array. */
 	w->st.sys_io_uring += (p.features & IORING_FEAT_SINGLE_MMAP) ? 3 : 4;
-	r->owner = &thread_token;
+	r->owner = my_serial();
 	rs->r[rs->n++] = r;
 	(void)arm(w, r); /* a failed arm is tried again at the next look */
 	*out = r;
@@ -168,6 +182,7 @@ int ring_open(struct fsnw *w)
 void ring_close(struct fsnw *w)
 {
 	struct ring *rs = w->engine.ring;
+	uint64_t me = my_serial();
 
 	if (!rs)
 		return;
@@ -189,12 +204,12 @@ void ring_close(struct fsnw *w)
 		(void)reap(r);
 		/* A fired poll of our own whose completion waits in deferred
 		 * task work holds the file until that runs: run it now. */
-		if (r->deferred && !r->armed && r->owner == &thread_token &&
+		if (r->deferred && !r->armed && r->owner == me &&
 		    (IO_URING_READ_ONCE(*r->uring.sq.kflags) & IORING_SQ_TASKRUN)) {
 			(void)io_uring_get_events(&r->uring);
 			w->st.sys_io_uring++;
 		}
-		if (r->armed && (!r->deferred || r->owner == &thread_token)) {
+		if (r->armed && (!r->deferred || r->owner == me)) {
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&r->uring);
 
 			if (sqe) {
@@ -214,11 +229,13 @@ bool ring_quiet(struct fsnw *w)
 {
 	struct ring *rs = w->engine.ring;
 	struct one_ring *r = NULL;
+	uint64_t me;
 
 	if (!rs)
 		return false;
+	me = my_serial();
 	for (unsigned i = 0; i < rs->n && !r; i++)
-		if (rs->r[i]->owner == &thread_token)
+		if (rs->r[i]->owner == me)
 			r = rs->r[i];
 	if (!r) {
 		/* A thread's first look: a ring of its own, if it may have one. */

@@ -528,6 +528,72 @@ START_TEST(ring_leaves_sleepers_asleep)
 }
 END_TEST
 
+/*
+ * A thread that comes after one that exited often gets that thread's TLS
+ * block. It must not take over the old thread's ring, whose poll died with
+ * its thread: trusting it, an add made the new thread's own events before
+ * the add reach the new watch (3 rounds of 5 before the fix).
+ */
+struct late {
+	struct fsnw *w;
+	const char *path;
+	int keep, to_new, to_keep;
+};
+
+static void *arm_and_exit(void *arg)
+{
+	struct late *l = arg;
+
+	ck_assert_int_eq(fsnw_remove(l->w, fsnw_add(l->w, l->path, FSNW_ATTRIB, 0)), 0);
+	return NULL;
+}
+
+static void *events_then_add(void *arg)
+{
+	struct late *l = arg;
+	struct fsnw_event ev[16];
+	int wid, n;
+
+	ck_assert_int_eq(chmod(l->path, 0640), 0);
+	ck_assert_int_eq(chmod(l->path, 0600), 0);
+	wid = fsnw_add(l->w, l->path, FSNW_ATTRIB, 0);
+	ck_assert_int_gt(wid, 0);
+	while ((n = fsnw_read(l->w, ev, 16, 0)) > 0)
+		for (int k = 0; k < n; k++) {
+			l->to_new += ev[k].wid == wid;
+			l->to_keep += ev[k].wid == l->keep;
+		}
+	ck_assert_int_eq(fsnw_remove(l->w, wid), 0);
+	return NULL;
+}
+
+START_TEST(new_thread_trusts_no_dead_ring)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char p[PATH_MAX];
+	struct late l = { .w = w };
+
+	touch(dir, "f");
+	l.path = pjoin(p, dir, "f");
+	l.keep = fsnw_add(w, p, FSNW_ATTRIB, 0);
+	ck_assert_int_gt(l.keep, 0);
+	for (int round = 0; round < 12; round++) {
+		pthread_t a, b;
+
+		l.to_new = l.to_keep = 0;
+		ck_assert_int_eq(pthread_create(&a, NULL, arm_and_exit, &l), 0);
+		pthread_join(a, NULL);
+		ck_assert_int_eq(pthread_create(&b, NULL, events_then_add, &l), 0);
+		pthread_join(b, NULL);
+		ck_assert_msg(l.to_new == 0, "round %d: an older event reached the new watch", round);
+		ck_assert_int_ge(l.to_keep, 1);
+	}
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 TEST_SUITE(dedup)
 {
 	Suite *s = suite_create("dedup");
@@ -542,5 +608,6 @@ TEST_SUITE(dedup)
 	ADD_TEST(s, other_threads_event_before_add);
 	ADD_TEST(s, each_thread_its_ring);
 	ADD_TEST(s, ring_leaves_sleepers_asleep);
+	ADD_TEST(s, new_thread_trusts_no_dead_ring);
 	return s;
 }
