@@ -129,6 +129,9 @@ struct backend {
 	/* A key names the object, so an object watched again gets its old key
 	 * back (fanotify); inotify hands out a new wd instead. */
 	bool stable_keys;
+	/* Every object's key has this many bytes (inotify: a wd), or 0 when
+	 * keys vary (fanotify: file handles); fsnw_reserve sizes records by it. */
+	size_t key_len;
 	/* The kernel honours FSNW_WATCH_EXCL_UNLINK (inotify only). */
 	bool excl_unlink;
 	/* read(2) returns struct inotify_event records and decode is

@@ -266,7 +266,6 @@ FSNW_EXPORT int fsnw_wake(struct fsnw *w)
 
 FSNW_EXPORT int fsnw_reserve(struct fsnw *w, size_t n)
 {
-	size_t keylen;
 	int ret;
 
 	/* More watches than wids is no room anyone can use. */
@@ -274,11 +273,10 @@ FSNW_EXPORT int fsnw_reserve(struct fsnw *w, size_t n)
 		return -EINVAL;
 	if (!n)
 		return 0;
-	keylen = w->be->id == FSNW_BACKEND_INOTIFY ? sizeof(int) : KKEY_MAX;
 	lock(w);
 	ret = watches_reserve(&w->watches, n);
 	if (ret == 0)
-		ret = kwatch_reserve(&w->kwatches, n, keylen);
+		ret = kwatch_reserve(&w->kwatches, n, w->be->key_len);
 	if (ret == 0)
 		ret = stats_lat_ready(w);
 	unlock(w);

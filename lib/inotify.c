@@ -157,5 +157,6 @@ const struct backend inotify_backend = {
 	.max_record = sizeof(struct inotify_event) + NAME_MAX + 1,
 	.excl_unlink = true,
 	.inotify_records = true,
+	.key_len = sizeof(int),
 	.live = inotify_live,
 };

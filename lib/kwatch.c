@@ -165,7 +165,7 @@ int kwatch_reserve(struct kwatches *t, size_t n, size_t keylen)
 {
 	int ret = htab_reserve(&t->by_key, n);
 
-	if (ret == 0 && keylen <= KWATCH_CACHED_KEY)
+	if (ret == 0 && keylen && keylen <= KWATCH_CACHED_KEY)
 		ret = mem_cache_reserve(&t->kw_cache, n);
 	return ret;
 }

@@ -145,8 +145,9 @@ void kwatch_table_init(struct kwatches *t, size_t idle_max);
 /* Free every kernel watch and link. No syscalls: closing the group fd drops
  * the marks. */
 void kwatch_table_fini(struct kwatches *t);
-/* Table room for n more kernel watches, and their records where keys are
- * small enough to be cached (keylen: the backend's): 0, -ENOMEM. */
+/* Table room for n more kernel watches, and their records where every key
+ * has keylen bytes (the backend's key_len; 0: they vary) and fits the
+ * cache: 0, -ENOMEM. */
 int kwatch_reserve(struct kwatches *t, size_t n, size_t keylen);
 /* Objects with a kernel watch, covered directories included, filesystem marks not. */
 size_t kwatch_count(const struct kwatches *t);

@@ -91,9 +91,7 @@ int mem_cache_reserve(struct mem_cache *c, size_t n)
 
 		if (!p)
 			return -ENOMEM;
-		memcpy(p, &c->free, sizeof(void *));
-		c->free = p;
-		c->nfree++;
+		mem_cache_push(c, p);
 	}
 	/* Kept when they come back, as records a handle once used are. */
 	if (c->used + c->nfree > c->peak)

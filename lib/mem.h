@@ -72,6 +72,14 @@ static inline void *mem_cache_zalloc(struct mem_cache *c, size_t zero)
 	return p;
 }
 
+/* Onto the free list (mem_cache_free, mem_cache_reserve). */
+static inline void mem_cache_push(struct mem_cache *c, void *p)
+{
+	memcpy(p, &c->free, sizeof(void *));
+	c->free = p;
+	c->nfree++;
+}
+
 static inline void mem_cache_free(struct mem_cache *c, void *p)
 {
 	if (!p)
@@ -81,9 +89,7 @@ static inline void mem_cache_free(struct mem_cache *c, void *p)
 		mem_free(p);
 		return;
 	}
-	memcpy(p, &c->free, sizeof(void *));
-	c->free = p;
-	c->nfree++;
+	mem_cache_push(c, p);
 }
 
 /* Test hook: the allocation after the next `n` succeeds fails (n < 0: never). */

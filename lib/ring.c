@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <poll.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 #include "handle.h"
 #include "mem.h"
 #include "ring.h"
+#include "thread.h"
 
 #ifdef FSNW_HAVE_IO_URING
 #include <liburing.h>
@@ -20,7 +20,9 @@
 
 struct one_ring {
 	struct io_uring uring;
-	uint64_t owner;    /* the thread it belongs to (its serial) */
+	/* The thread it belongs to (thread.h): never a later thread that got
+	 * this one's TLS block, which would trust a poll that died with it. */
+	uint64_t owner;
 	bool armed;        /* a POLL_ADD is in flight and has not completed */
 	/* Deferred task work (below): a fired poll's completion is posted
 	 * only when the owner enters the kernel for it, at the next arm. */
@@ -33,22 +35,6 @@ struct ring {
 	unsigned n;
 	bool failed; /* setting up another ring failed: no more tries */
 };
-
-/*
- * Identifies the calling thread without a syscall: a number it takes at its
- * first look, never given to another thread. (Not the address of a thread
- * variable: a new thread often gets the TLS block of one that exited, and
- * would take over its ring, whose poll died with it, and trust it.)
- */
-static __thread uint64_t thread_serial __attribute__((tls_model("initial-exec")));
-static atomic_uint_least64_t serials;
-
-static uint64_t my_serial(void)
-{
-	if (!thread_serial)
-		thread_serial = atomic_fetch_add_explicit(&serials, 1, memory_order_relaxed) + 1;
-	return thread_serial;
-}
 
 static bool disabled_by_env(void)
 {
@@ -154,7 +140,7 @@ static int ring_new(struct fsnw *w, struct one_ring **out)
 	}
 	/* io_uring_setup, and the mmaps of the rings and the SQE array. */
 	w->st.sys_io_uring += (p.features & IORING_FEAT_SINGLE_MMAP) ? 3 : 4;
-	r->owner = my_serial();
+	r->owner = thread_num();
 	rs->r[rs->n++] = r;
 	(void)arm(w, r); /* a failed arm is tried again at the next look */
 	*out = r;
@@ -182,7 +168,7 @@ int ring_open(struct fsnw *w)
 void ring_close(struct fsnw *w)
 {
 	struct ring *rs = w->engine.ring;
-	uint64_t me = my_serial();
+	uint64_t me = thread_num();
 
 	if (!rs)
 		return;
@@ -233,7 +219,7 @@ bool ring_quiet(struct fsnw *w)
 
 	if (!rs)
 		return false;
-	me = my_serial();
+	me = thread_num();
 	for (unsigned i = 0; i < rs->n && !r; i++)
 		if (rs->r[i]->owner == me)
 			r = rs->r[i];

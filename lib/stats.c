@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -94,18 +93,6 @@ FSNW_EXPORT uint64_t fsnw_histogram_quantile(const struct fsnw_histogram *h, dou
 	return h->max_ns;
 }
 
-__thread unsigned stats_thread_slot __attribute__((tls_model("initial-exec")));
-static atomic_uint threads_seen;
-
-/* Threads are numbered in the order they first time something, so the
- * first LAT_SHARDS threads of a process get shards of their own. */
-unsigned stats_new_slot(void)
-{
-	unsigned slot = atomic_fetch_add_explicit(&threads_seen, 1, memory_order_relaxed) + 1;
-
-	return slot ? slot : 1;
-}
-
 struct lat_shard *stats_lat_new(struct fsnw *w, unsigned i)
 {
 	struct lat_shard *s = mem_zalloc_aligned(64, sizeof(*s));
@@ -118,16 +105,11 @@ struct lat_shard *stats_lat_new(struct fsnw *w, unsigned i)
 
 int stats_lat_ready(struct fsnw *w)
 {
-	unsigned slot;
+	unsigned i = stats_lat_shard();
 
-	if (w->open_flags & FSNW_OPEN_NO_STATS)
+	if ((w->open_flags & FSNW_OPEN_NO_STATS) || w->lat[i])
 		return 0;
-	if (!stats_thread_slot)
-		stats_thread_slot = stats_new_slot();
-	slot = stats_thread_slot % LAT_SHARDS;
-	if (!w->lat[slot] && stats_lat_new(w, slot) == &w->lat0)
-		return -ENOMEM;
-	return 0;
+	return stats_lat_new(w, i) == &w->lat0 ? -ENOMEM : 0;
 }
 
 void stats_fini(struct fsnw *w)

@@ -10,6 +10,7 @@
 #endif
 
 #include "handle.h"
+#include "thread.h"
 
 static inline uint64_t stats_now_ns(void)
 {
@@ -53,11 +54,16 @@ static inline uint64_t stats_start(const struct fsnw *w)
 
 void stats_hist_add(struct fsnw_histogram *h, uint64_t ns);
 
-/* The calling thread's slot, numbered from 1 on its first timed call. */
-extern __thread unsigned stats_thread_slot __attribute__((tls_model("initial-exec")));
-unsigned stats_new_slot(void);
-/* The shard of slot i, allocated now (lat0 where that fails). */
+/* The shard of index i, allocated now (lat0 where that fails). */
 struct lat_shard *stats_lat_new(struct fsnw *w, unsigned i);
+
+/* The calling thread's shard index. Threads are numbered in the order they
+ * first use the library (thread.h), so the first LAT_SHARDS of a process
+ * get shards of their own; index 0 is lat0, in the handle. */
+static inline unsigned stats_lat_shard(void)
+{
+	return (unsigned)(thread_num() % LAT_SHARDS);
+}
 
 /* The calling thread's histograms made now if timing is on (lock held):
  * 0, or -ENOMEM. */
@@ -66,14 +72,11 @@ int stats_lat_ready(struct fsnw *w);
 /* The calling thread's histograms (lock held). */
 static inline struct fsnw_histogram *stats_lat(struct fsnw *w, enum lat_kind k)
 {
-	unsigned slot = stats_thread_slot;
-	struct lat_shard *s;
+	unsigned i = stats_lat_shard();
+	struct lat_shard *s = w->lat[i];
 
-	if (__builtin_expect(!slot, 0))
-		slot = stats_thread_slot = stats_new_slot();
-	s = w->lat[slot % LAT_SHARDS];
 	if (__builtin_expect(!s, 0))
-		s = stats_lat_new(w, slot % LAT_SHARDS);
+		s = stats_lat_new(w, i);
 	return &s->h[k];
 }
 
