@@ -13,8 +13,9 @@
 #ifdef FSNW_HAVE_IO_URING
 #include <liburing.h>
 
-/* Threads that get a ring of their own; later ones read the group fd. */
-#define RINGS_MAX 8
+/* Running threads that get a ring of their own; later ones read the group
+ * fd. An exited thread's ring is let go when another thread needs one. */
+#define RINGS_MAX 16
 /* The user_data of a cancel; a poll's is its arm's number, from 1. */
 #define CANCEL_DATA UINT64_MAX
 
@@ -23,6 +24,7 @@ struct one_ring {
 	/* The thread it belongs to (thread.h): never a later thread that got
 	 * this one's TLS block, which would trust a poll that died with it. */
 	uint64_t owner;
+	struct thread_token *token; /* says when the owner has exited; may be NULL */
 	bool armed;        /* a POLL_ADD is in flight and has not completed */
 	/* Deferred task work (below): a fired poll's completion is posted
 	 * only when the owner enters the kernel for it, at the next arm. */
@@ -107,8 +109,33 @@ static bool arm(struct fsnw *w, struct one_ring *r)
 	return !reap(r);
 }
 
+/* Let go of a ring: its poll, if still armed, goes with the ring's
+ * teardown (or went with its thread). */
+static void ring_free(struct one_ring *r)
+{
+	io_uring_queue_exit(&r->uring);
+	thread_token_put(r->token);
+	mem_free(r);
+}
+
+/* Close the rings of threads that have exited. Their polls went at the
+ * threads' exits; no thread will look at these rings again (a thread's
+ * number is never reused), and each holds a file descriptor. */
+static void sweep_exited(struct ring *rs)
+{
+	unsigned kept = 0;
+
+	for (unsigned i = 0; i < rs->n; i++) {
+		if (thread_token_exited(rs->r[i]->token))
+			ring_free(rs->r[i]);
+		else
+			rs->r[kept++] = rs->r[i];
+	}
+	rs->n = kept;
+}
+
 /* A ring for the calling thread, armed: 0; 1 where the kernel refuses one;
- * -ENOMEM where we could not allocate its record. */
+ * -ENOMEM where we could not allocate its record or the thread's token. */
 static int ring_new(struct fsnw *w, struct one_ring **out)
 {
 	struct ring *rs = w->engine.ring;
@@ -119,6 +146,10 @@ static int ring_new(struct fsnw *w, struct one_ring **out)
 	r = mem_zalloc(sizeof(*r));
 	if (!r)
 		return -ENOMEM;
+	if (thread_token_get(&r->token) < 0) {
+		mem_free(r);
+		return -ENOMEM;
+	}
 	/* Two entries: one poll at a time. Deferred task work where the
 	 * kernel has it (6.1), as ring.h explains; else the plain ring. */
 	memset(&p, 0, sizeof(p));
@@ -135,6 +166,7 @@ static int ring_new(struct fsnw *w, struct one_ring **out)
 		/* ENOSYS, EPERM (kernel.io_uring_disabled, seccomp), a memlock
 		 * or fd limit: the fallback serves. */
 		w->st.sys_io_uring++;
+		thread_token_put(r->token);
 		mem_free(r);
 		return 1;
 	}
@@ -204,8 +236,7 @@ void ring_close(struct fsnw *w)
 				(void)io_uring_submit_and_wait(&r->uring, 1);
 			}
 		}
-		io_uring_queue_exit(&r->uring);
-		mem_free(r);
+		ring_free(r);
 	}
 	mem_free(rs);
 	w->engine.ring = NULL;
@@ -225,7 +256,10 @@ bool ring_quiet(struct fsnw *w)
 			r = rs->r[i];
 	if (!r) {
 		/* A thread's first look: a ring of its own, if it may have one. */
-		if (rs->failed || rs->n == RINGS_MAX)
+		if (rs->failed)
+			return false;
+		sweep_exited(rs);
+		if (rs->n == RINGS_MAX)
 			return false;
 		if (ring_new(w, &r) != 0) {
 			rs->failed = true;

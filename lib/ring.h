@@ -32,10 +32,12 @@ struct fsnw;
  * Set up the calling thread's ring, armed (fsnw_open): 1; 0 where the
  * fallback is in use (refused, turned off, built without liburing);
  * -ENOMEM. Other threads get a ring of their own at their first add onto
- * an existing kernel watch, up to 8; later ones use the fallback. A ring
- * stays its thread's until the handle closes: a thread that starts after
- * another exited never takes over that one's ring, whose poll went with
- * it (a ring with deferred task work only its own thread may arm).
+ * an existing kernel watch, up to 16 at a time; later ones use the
+ * fallback. A thread that starts after another exited never takes over
+ * that one's ring, whose poll went with it (a ring with deferred task work
+ * only its own thread may arm): the exited thread's ring is closed at the
+ * next thread's first look (thread.h's token says it has exited), and the
+ * new thread gets one of its own.
  */
 int ring_open(struct fsnw *w);
 void ring_close(struct fsnw *w);

@@ -5,10 +5,18 @@
  * variable: a new thread often gets the TLS block of one that exited, and
  * would pass for it. The readiness rings know their thread by it; the
  * latency histograms pick their shard with it.
+ *
+ * A thread token says whether a thread still runs: what it owns in a handle
+ * (a readiness ring) holds a reference, and the thread's exit, through a
+ * pthread key's destructor, marks it gone. The handle then lets go of what
+ * the thread left, at its leisure, under its own lock; the token goes with
+ * its last reference.
  */
 #ifndef FSNW_THREAD_H
 #define FSNW_THREAD_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 extern __thread uint64_t thread_num_tls __attribute__((tls_model("initial-exec")));
@@ -20,6 +28,25 @@ static inline uint64_t thread_num(void)
 	uint64_t n = thread_num_tls;
 
 	return __builtin_expect(n != 0, 1) ? n : thread_num_take();
+}
+
+struct thread_token {
+	atomic_uint refs;   /* the thread's own, while it runs, and one per holder */
+	atomic_bool exited; /* set at the thread's exit, never cleared */
+};
+
+/*
+ * The calling thread's token, with a reference for the caller: 0, with
+ * *out NULL where the process has no pthread key left for it (the caller
+ * takes that for a thread that never exits); -ENOMEM.
+ */
+int thread_token_get(struct thread_token **out);
+void thread_token_put(struct thread_token *t);
+
+/* Whether the token's thread has exited (false for NULL). */
+static inline bool thread_token_exited(const struct thread_token *t)
+{
+	return t && atomic_load_explicit(&t->exited, memory_order_acquire);
 }
 
 #endif

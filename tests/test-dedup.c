@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include "test-common.h"
@@ -594,6 +595,61 @@ START_TEST(new_thread_trusts_no_dead_ring)
 }
 END_TEST
 
+/*
+ * An exited thread's ring is let go when a later thread needs one: more
+ * threads, one after another, than a handle has rings for, each get a ring
+ * of their own (their dedup adds cost the mark call alone), and the
+ * process holds no more than a few io_uring descriptors at the end. (Rings
+ * used to stay until the handle closed, and threads after the eighth read
+ * the group fd at every add.)
+ */
+static int io_uring_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		char p[300], link[64] = "";
+
+		snprintf(p, sizeof(p), "/proc/self/fd/%s", e->d_name);
+		if (readlink(p, link, sizeof(link) - 1) > 0 && !strcmp(link, "anon_inode:[io_uring]"))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+START_TEST(exited_threads_give_rings_back)
+{
+	int before = io_uring_fds();
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char p[PATH_MAX];
+
+	touch(dir, "f");
+	pjoin(p, dir, "f");
+	ck_assert_int_gt(fsnw_add(w, p, FSNW_ATTRIB, 0), 0);
+	for (int i = 0; i < 40; i++) {
+		struct adder a = { w, p, { 0 }, { 0 }, { 0 } };
+		pthread_t th;
+
+		ck_assert_int_eq(pthread_create(&th, NULL, adder, &a), 0);
+		pthread_join(th, NULL);
+		ck_assert_msg(syscalls(&a.s2) - syscalls(&a.s1) == (a.s2.ring_active ? 20u : 40u),
+			      "thread %d: %llu syscalls for 20 idle dedup adds", i,
+			      (unsigned long long)(syscalls(&a.s2) - syscalls(&a.s1)));
+		assert_idle_settles(&a.s1, &a.s2, 20);
+	}
+	/* The opener's ring and the last thread's, not yet let go. */
+	ck_assert_int_le(io_uring_fds() - before, 2);
+	fsnw_close(w);
+	ck_assert_int_eq(io_uring_fds(), before);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 TEST_SUITE(dedup)
 {
 	Suite *s = suite_create("dedup");
@@ -609,5 +665,6 @@ TEST_SUITE(dedup)
 	ADD_TEST(s, each_thread_its_ring);
 	ADD_TEST(s, ring_leaves_sleepers_asleep);
 	ADD_TEST(s, new_thread_trusts_no_dead_ring);
+	ADD_TEST(s, exited_threads_give_rings_back);
 	return s;
 }
