@@ -286,6 +286,24 @@ int fd_count(void)
 	return n - 1; /* the one opendir holds */
 }
 
+int io_uring_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		char p[300], link[64] = "";
+
+		snprintf(p, sizeof(p), "/proc/self/fd/%s", e->d_name);
+		if (readlink(p, link, sizeof(link) - 1) > 0 && !strcmp(link, "anon_inode:[io_uring]"))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
 /* ---- the view of a caller ---- */
 
 static void ents_free(char **e, int n)

@@ -98,6 +98,8 @@ void pump(struct fsnw *w);
 
 /* Number of open file descriptors of this process. */
 int fd_count(void);
+/* Of those, io_uring instances (the handles' readiness rings). */
+int io_uring_fds(void);
 
 /*
  * What a caller knows of a tree from its events, the way fsnw-tree keeps

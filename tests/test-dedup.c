@@ -16,7 +16,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
-#include <dirent.h>
 #include <unistd.h>
 
 #include "test-common.h"
@@ -603,24 +602,6 @@ END_TEST
  * used to stay until the handle closed, and threads after the eighth read
  * the group fd at every add.)
  */
-static int io_uring_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while ((e = readdir(d))) {
-		char p[300], link[64] = "";
-
-		snprintf(p, sizeof(p), "/proc/self/fd/%s", e->d_name);
-		if (readlink(p, link, sizeof(link) - 1) > 0 && !strcmp(link, "anon_inode:[io_uring]"))
-			n++;
-	}
-	closedir(d);
-	return n;
-}
-
 START_TEST(exited_threads_give_rings_back)
 {
 	int before = io_uring_fds();
@@ -650,75 +631,6 @@ START_TEST(exited_threads_give_rings_back)
 }
 END_TEST
 
-/*
- * Threads that come and go while others add: rings of exited threads are
- * closed under the feet of running ones (TSan and ASan run this), and the
- * handle ends where it began.
- */
-struct churner {
-	struct fsnw *w;
-	const char *path;
-	atomic_int stop;
-	atomic_int bad;
-};
-
-static void *short_lived(void *arg)
-{
-	struct churner *c = arg;
-
-	for (int i = 0; i < 5; i++) {
-		int wid = fsnw_add(c->w, c->path, FSNW_ATTRIB, 0);
-
-		if (wid <= 0 || fsnw_remove(c->w, wid) != 0)
-			atomic_fetch_add(&c->bad, 1);
-	}
-	return NULL;
-}
-
-static void *long_lived(void *arg)
-{
-	struct churner *c = arg;
-
-	while (!atomic_load(&c->stop))
-		short_lived(c);
-	return NULL;
-}
-
-START_TEST(threads_come_and_go_while_others_add)
-{
-	int before = io_uring_fds();
-	struct fsnw *w = test_open(0, 0, 0);
-	char *dir = tmpdir_make();
-	char p[PATH_MAX];
-	struct churner c = { .w = w, .path = p };
-	pthread_t keep[2];
-
-	touch(dir, "f");
-	pjoin(p, dir, "f");
-	ck_assert_int_gt(fsnw_add(w, p, FSNW_ATTRIB, 0), 0);
-	for (int i = 0; i < 2; i++)
-		ck_assert_int_eq(pthread_create(&keep[i], NULL, long_lived, &c), 0);
-	for (int i = 0; i < 60; i++) {
-		pthread_t th[3];
-
-		for (int k = 0; k < 3; k++)
-			ck_assert_int_eq(pthread_create(&th[k], NULL, short_lived, &c), 0);
-		for (int k = 0; k < 3; k++)
-			pthread_join(th[k], NULL);
-	}
-	atomic_store(&c.stop, 1);
-	for (int i = 0; i < 2; i++)
-		pthread_join(keep[i], NULL);
-	ck_assert_int_eq(atomic_load(&c.bad), 0);
-	ck_assert_uint_eq(stats_of(w).logical_watches, 1);
-	ck_assert_uint_eq(stats_of(w).kernel_watches, 1);
-	/* At most the 16 a handle keeps at a time. */
-	ck_assert_int_le(io_uring_fds() - before, 16);
-	fsnw_close(w);
-	ck_assert_int_eq(io_uring_fds(), before);
-	tmpdir_remove(dir);
-}
-END_TEST
 
 TEST_SUITE(dedup)
 {
@@ -736,6 +648,5 @@ TEST_SUITE(dedup)
 	ADD_TEST(s, ring_leaves_sleepers_asleep);
 	ADD_TEST(s, new_thread_trusts_no_dead_ring);
 	ADD_TEST(s, exited_threads_give_rings_back);
-	ADD_TEST(s, threads_come_and_go_while_others_add);
 	return s;
 }
