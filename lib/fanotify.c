@@ -243,7 +243,7 @@ static int stat_id(int fd, struct statx_id *id, struct sys_tally *t)
  */
 static int open_mount_root(int fd, struct sys_tally *t)
 {
-	struct statx_id cur, up;
+	struct statx_id cur = { 0 }, up = { 0 }; /* set before use; -O3 cannot tell */
 	int curfd, upfd, ret;
 
 	curfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
