@@ -418,7 +418,8 @@ static void dump(const char *file)
 	if (!f)
 		die(file);
 	collect_lines(root, prefix, 0, &lines, &n, &cap);
-	qsort(lines, n, sizeof(*lines), cmp_lines);
+	if (n) /* qsort's base must not be NULL, even for none */
+		qsort(lines, n, sizeof(*lines), cmp_lines);
 	for (size_t i = 0; i < n; i++) {
 		fprintf(f, "%s\n", lines[i]);
 		free(lines[i]);
