@@ -25,6 +25,7 @@ struct one_ring {
 	 * this one's TLS block, which would trust a poll that died with it. */
 	uint64_t owner;
 	struct thread_token *token; /* says when the owner has exited; may be NULL */
+	unsigned unmap_calls; /* munmaps and close that io_uring_queue_exit makes */
 	bool armed;        /* a POLL_ADD is in flight and has not completed */
 	/* Deferred task work (below): a fired poll's completion is posted
 	 * only when the owner enters the kernel for it, at the next arm. */
@@ -121,14 +122,15 @@ static void ring_free(struct one_ring *r)
 /* Close the rings of threads that have exited. Their polls went at the
  * threads' exits; no thread will look at these rings again (a thread's
  * number is never reused), and each holds a file descriptor. */
-static void sweep_exited(struct ring *rs)
+static void sweep_exited(struct fsnw *w, struct ring *rs)
 {
 	unsigned kept = 0;
 
 	for (unsigned i = 0; i < rs->n; i++) {
-		if (thread_token_exited(rs->r[i]->token))
+		if (thread_token_exited(rs->r[i]->token)) {
+			w->st.sys_io_uring += rs->r[i]->unmap_calls;
 			ring_free(rs->r[i]);
-		else
+		} else
 			rs->r[kept++] = rs->r[i];
 	}
 	rs->n = kept;
@@ -172,6 +174,8 @@ static int ring_new(struct fsnw *w, struct one_ring **out)
 	}
 	/* io_uring_setup, and the mmaps of the rings and the SQE array. */
 	w->st.sys_io_uring += (p.features & IORING_FEAT_SINGLE_MMAP) ? 3 : 4;
+	/* Its teardown: a munmap for each of those mmaps, and the close. */
+	r->unmap_calls = (p.features & IORING_FEAT_SINGLE_MMAP) ? 3 : 4;
 	r->owner = thread_num();
 	rs->r[rs->n++] = r;
 	(void)arm(w, r); /* a failed arm is tried again at the next look */
@@ -258,7 +262,7 @@ bool ring_quiet(struct fsnw *w)
 		/* A thread's first look: a ring of its own, if it may have one. */
 		if (rs->failed)
 			return false;
-		sweep_exited(rs);
+		sweep_exited(w, rs);
 		if (rs->n == RINGS_MAX)
 			return false;
 		if (ring_new(w, &r) != 0) {

@@ -20,9 +20,9 @@ uint64_t thread_num_take(void)
 	return thread_num_tls;
 }
 
-/* The key's destructor: the thread is exiting. (The main thread's token is
- * never marked: its exit ends the process.) The library is linked with
- * -z nodelete, so this code outlives a dlclose. */
+/* The key's destructor: the thread is exiting. (The main thread's runs only
+ * if it leaves by pthread_exit; a return from main ends the process.) The
+ * library is linked with -z nodelete, so this code outlives a dlclose. */
 static void token_exit(void *p)
 {
 	struct thread_token *t = p;
