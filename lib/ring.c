@@ -172,10 +172,10 @@ static int ring_new(struct fsnw *w, struct one_ring **out)
 		mem_free(r);
 		return 1;
 	}
-	/* io_uring_setup, and the mmaps of the rings and the SQE array. */
-	w->st.sys_io_uring += (p.features & IORING_FEAT_SINGLE_MMAP) ? 3 : 4;
-	/* Its teardown: a munmap for each of those mmaps, and the close. */
+	/* io_uring_setup and the mmaps of the rings and the SQE array; the
+	 * teardown makes as many calls, a munmap each and the close. */
 	r->unmap_calls = (p.features & IORING_FEAT_SINGLE_MMAP) ? 3 : 4;
+	w->st.sys_io_uring += r->unmap_calls;
 	r->owner = thread_num();
 	rs->r[rs->n++] = r;
 	(void)arm(w, r); /* a failed arm is tried again at the next look */
