@@ -60,9 +60,6 @@ struct child_limits {
  */
 int run_child(unsigned flags, const struct child_limits *lim, int (*fn)(void *), void *arg);
 
-/* Assert, in the Check test, that a child passed; a skip passes with a note. */
-void expect_child(int status, const char *what);
-
 /* Is unshare(CLONE_NEWUSER) possible here (tried in a throwaway child)? */
 bool userns_available(void);
 
