@@ -7,6 +7,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "compiler.h"
 #include "handle.h"
 #include "inotify-decode.h"
 #include "mem.h"
@@ -389,6 +390,14 @@ int engine_drain(struct fsnw *w, unsigned flags)
 	return ret < 0 ? ret : reads;
 }
 
+/* A failed read leaves links pending; the next drain settles them, and
+ * until then they hear nothing, which is the safe side. */
+FSNW_COLD static void settle_by_read(struct fsnw *w)
+{
+	w->st.settles_read++;
+	(void)engine_drain(w, DRAIN_COMPLETE);
+}
+
 void engine_settle(struct fsnw *w)
 {
 	struct engine *e = &w->engine;
@@ -399,15 +408,12 @@ void engine_settle(struct fsnw *w)
 	 * read but not yet routed (a direct read leaves records in rbuf): no
 	 * event older than the pending links can wait (ring.h). Trees also
 	 * need the echoes of their walks read. */
-	if (!trees_busy(&w->trees) && e->rpos >= e->rlen && ring_quiet(w)) {
+	if (likely(!trees_busy(&w->trees) && e->rpos >= e->rlen && ring_quiet(w))) {
 		w->st.settles_ring++;
 		route_settle(w);
 		return;
 	}
-	/* A failed read leaves links pending; the next drain settles them,
-	 * and until then they hear nothing, which is the safe side. */
-	w->st.settles_read++;
-	(void)engine_drain(w, DRAIN_COMPLETE);
+	settle_by_read(w);
 }
 
 /* Make the eventfd readable exactly while events wait in the queue (or a
@@ -444,7 +450,7 @@ static bool epoll_join(struct fsnw *w, int fd, uint32_t events)
  * reader asleep in fsnw_read, or in an epoll set holding fsnw_get_fd, wakes
  * for it; disarmed (which also makes it unreadable) when none waits.
  */
-static void sync_timer(struct fsnw *w)
+FSNW_COLD static void sync_timer(struct fsnw *w)
 {
 	struct engine *e = &w->engine;
 	uint64_t due = trees_retry_due(&w->trees);
@@ -470,7 +476,7 @@ static void sync_timer(struct fsnw *w)
 
 /* The fds that wake a reader besides the group fd and the eventfd join
  * the epoll set once they exist. */
-static void sync_epoll(struct fsnw *w)
+FSNW_COLD static void sync_epoll(struct fsnw *w)
 {
 	struct engine *e = &w->engine;
 	int mfd = trees_mount_fd(&w->trees);
@@ -490,9 +496,9 @@ static void sync_wakers(struct fsnw *w)
 	sync_ready(w);
 	/* No tree has ever had a retry or a mount table: nothing to do (the
 	 * common case, checked here as every call ends with it). */
-	if (e->timerfd >= 0 || trees_retry_due(&w->trees))
+	if (unlikely(e->timerfd >= 0 || trees_retry_due(&w->trees)))
 		sync_timer(w);
-	if (e->epfd >= 0)
+	if (unlikely(e->epfd >= 0))
 		sync_epoll(w);
 }
 
@@ -532,7 +538,7 @@ size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *e
 void engine_end_call(struct fsnw *w)
 {
 	kwatch_flush(w);
-	if (kwatch_unread_unmarks(&w->kwatches) >= UNREAD_IGNORED_MAX) {
+	if (unlikely(kwatch_unread_unmarks(&w->kwatches) >= UNREAD_IGNORED_MAX)) {
 		(void)engine_drain(w, 0); /* an error here is the next read's to report */
 		kwatch_flush(w);
 	}

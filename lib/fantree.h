@@ -105,6 +105,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "compiler.h"
 #include "fancache.h"
 #include "list.h"
 
@@ -173,7 +174,7 @@ void fantree_free(struct fantree *t);
 bool fantree_event(struct fsnw *w, const struct kevent *ev, bool plain);
 /* After a complete drain: place the batch; then the trees whose directory
  * went are ended by the router (route.c), after all their events. */
-void fantree_settle(struct fsnw *w);
+FSNW_COLD void fantree_settle(struct fsnw *w);
 /* A kernel overflow was read: place the batch, then forget every place. */
 void fantree_overflow(struct fsnw *w);
 /*

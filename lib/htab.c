@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "compiler.h"
 #include "mem.h"
 #include "htab.h"
 
@@ -18,7 +19,7 @@ void htab_fini(struct htab *t)
 	htab_init(t);
 }
 
-static int htab_resize(struct htab *t, size_t nbuckets)
+FSNW_COLD static int htab_resize(struct htab *t, size_t nbuckets)
 {
 	struct hnode **nb;
 

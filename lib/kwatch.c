@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <string.h>
 
+#include "compiler.h"
 #include "handle.h"
 #include "kwatch.h"
 #include "mem.h"
@@ -337,7 +338,7 @@ void kwatch_flush(struct fsnw *w)
  * seen finished, or 0 if it went: a mark made after this returns is new,
  * and may take that record over.
  */
-static uint64_t wait_unmarked(struct fsnw *w, const struct kkey *key)
+FSNW_COLD static uint64_t wait_unmarked(struct fsnw *w, const struct kkey *key)
 {
 	for (;;) {
 		struct kwatch *kw = kwatch_find(&w->kwatches, key->bytes, key->len);
@@ -380,16 +381,14 @@ static bool mark_stands(struct fsnw *w, const struct kkey *key, uint64_t *waited
  * object we mark already for all of kmask needs no kernel call: a shared or
  * parked watch then costs one lookup, as inotify's one add_watch.
  */
-static bool marked_already(struct fsnw *w, int dirfd, const char *path, uint32_t kmask,
-			   uint32_t flags, struct kkey *key)
+FSNW_NOINLINE static bool marked_already(struct fsnw *w, int dirfd, const char *path,
+					 uint32_t kmask, uint32_t flags, struct kkey *key)
 {
 	struct sys_tally tally = { 0 };
 	struct kwatch *kw;
 	bool dropped;
 	int ret;
 
-	if (!w->be->identify)
-		return false;
 	dropped = unlock_for_call(w);
 	ret = w->be->identify(w, dirfd, path, flags, key, &tally);
 	relock(w, dropped);
@@ -406,7 +405,7 @@ static bool marked_already(struct fsnw *w, int dirfd, const char *path, uint32_t
 }
 
 /* Make room under the kernel's watch limit: give back the oldest parked watch. */
-static bool evict_one(struct fsnw *w)
+FSNW_COLD static bool evict_one(struct fsnw *w)
 {
 	struct kwatches *t = &w->kwatches;
 
@@ -449,7 +448,7 @@ int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uin
 	int ret, tries = 0;
 
 	*t1 = 0;
-	if (marked_already(w, dirfd, path, kmask, flags, key))
+	if (w->be->identify && marked_already(w, dirfd, path, kmask, flags, key))
 		return 0;
 	for (;;) {
 		uint64_t gen = t->drop_gen;
@@ -477,7 +476,7 @@ int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uin
 	return ret;
 }
 
-void kwatch_unmark_new(struct fsnw *w, const struct kkey *key)
+FSNW_COLD void kwatch_unmark_new(struct fsnw *w, const struct kkey *key)
 {
 	struct kwatch *kw = kwatch_find(&w->kwatches, key->bytes, key->len);
 	struct sys_tally tally = { 0 };
@@ -530,7 +529,7 @@ static struct kwatch *kwatch_new(struct fsnw *w, const struct kkey *key, uint32_
  * came back with (fanotify: keys name objects): it is that new mark's now.
  * The unmarker, taking the lock again, finds it no longer UNMARKING.
  */
-static void take_over(struct fsnw *w, struct kwatch *kw, uint32_t flags)
+FSNW_COLD static void take_over(struct fsnw *w, struct kwatch *kw, uint32_t flags)
 {
 	assert(kw->state == KW_UNMARKING && atomic_load(&kw->unmark_done));
 	kw->serial = ++w->kwatches.serial;
@@ -608,8 +607,8 @@ void kwatch_undo(struct fsnw *w, struct link *l)
  * The replace sets the whole mask: bits another thread's add brought
  * meanwhile are added back after it. kw is pinned by the caller.
  */
-static void clear_excl_unlink(struct fsnw *w, struct kwatch *kw, int dirfd, const char *path,
-			      uint32_t kmask, uint32_t flags)
+FSNW_COLD static void clear_excl_unlink(struct fsnw *w, struct kwatch *kw, int dirfd,
+					const char *path, uint32_t kmask, uint32_t flags)
 {
 	uint32_t want = kw->kmask | kmask;
 	struct kkey again;

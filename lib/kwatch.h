@@ -60,6 +60,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "compiler.h"
 #include "htab.h"
 #include "mem.h"
 #include "list.h"
@@ -235,7 +236,7 @@ int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uin
 int kwatch_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int dirfd,
 		const char *path, uint32_t kmask, uint32_t flags, struct strref *linkpath,
 		struct link **out);
-void kwatch_unmark_new(struct fsnw *w, const struct kkey *key);
+FSNW_COLD void kwatch_unmark_new(struct fsnw *w, const struct kkey *key);
 
 /*
  * Mark and link in one: attach lw to the object at path (relative to dirfd).

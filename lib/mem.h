@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "compiler.h"
+
 void *mem_alloc(size_t size);
 void *mem_zalloc(size_t size);
 /* Zeroed, at an address that is a multiple of align (a power of two). */
@@ -42,7 +44,7 @@ void mem_cache_init(struct mem_cache *c, size_t size);
 /* Free the records kept (those in use are the owner's to give back first). */
 void mem_cache_fini(struct mem_cache *c);
 /* The slow path of mem_cache_alloc: malloc. */
-void *mem_cache_grow(struct mem_cache *c);
+FSNW_NOINLINE void *mem_cache_grow(struct mem_cache *c);
 /* At least n free records kept from now on (mallocs what is missing);
  * 0 or -ENOMEM, with what was allocated kept. */
 int mem_cache_reserve(struct mem_cache *c, size_t n);

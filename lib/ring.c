@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler.h"
 #include "handle.h"
 #include "mem.h"
 #include "ring.h"
@@ -246,31 +247,37 @@ void ring_close(struct fsnw *w)
 	w->engine.ring = NULL;
 }
 
+/* A thread's first look: a ring of its own, if it may have one. */
+FSNW_COLD static bool first_look(struct fsnw *w, struct ring *rs)
+{
+	struct one_ring *r;
+
+	if (rs->failed)
+		return false;
+	sweep_exited(w, rs);
+	if (rs->n == RINGS_MAX)
+		return false;
+	if (ring_new(w, &r) != 0) {
+		rs->failed = true;
+		return false;
+	}
+	return r->armed && !reap(r);
+}
+
 bool ring_quiet(struct fsnw *w)
 {
 	struct ring *rs = w->engine.ring;
 	struct one_ring *r = NULL;
 	uint64_t me;
 
-	if (!rs)
+	if (unlikely(!rs))
 		return false;
 	me = thread_num();
 	for (unsigned i = 0; i < rs->n && !r; i++)
 		if (rs->r[i]->owner == me)
 			r = rs->r[i];
-	if (!r) {
-		/* A thread's first look: a ring of its own, if it may have one. */
-		if (rs->failed)
-			return false;
-		sweep_exited(w, rs);
-		if (rs->n == RINGS_MAX)
-			return false;
-		if (ring_new(w, &r) != 0) {
-			rs->failed = true;
-			return false;
-		}
-		return r->armed && !reap(r);
-	}
+	if (unlikely(!r))
+		return first_look(w, rs);
 	if (reap(r))
 		return false; /* something was queued: read it */
 	return r->armed || arm(w, r);

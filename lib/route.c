@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <assert.h>
 
+#include "compiler.h"
 #include "handle.h"
 #include "route.h"
 
@@ -191,7 +192,7 @@ void route_end_trees(struct fsnw *w)
 }
 
 /* Trees on fanotify whose directory went end now that their events are in. */
-static void end_fantrees(struct fsnw *w)
+FSNW_COLD static void end_fantrees(struct fsnw *w)
 {
 	struct watch *lw;
 	bool pending;
@@ -213,12 +214,12 @@ void route_settle(struct fsnw *w)
 	while ((l = kwatch_pop_pending(&w->kwatches))) {
 		struct watch *lw = l->watch;
 
-		if (lw->in_batch) {
+		if (unlikely(lw->in_batch)) {
 			/* Another thread's batch, still adding: its own settle. */
 			list_add_tail(&l->pnode, &later);
 			continue;
 		}
-		if (!l->kw->dropped) {
+		if (likely(!l->kw->dropped)) {
 			l->active = true;
 			continue;
 		}
@@ -231,7 +232,7 @@ void route_settle(struct fsnw *w)
 		}
 	}
 	kwatch_repend(&w->kwatches, &later);
-	if (fantrees_busy(&w->trees.fan)) {
+	if (unlikely(fantrees_busy(&w->trees.fan))) {
 		fantree_settle(w);
 		end_fantrees(w);
 	}

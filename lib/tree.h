@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "compiler.h"
 #include "fantree.h"
 #include "list.h"
 #include "mounts.h"
@@ -62,13 +63,13 @@ void trees_fini(struct trees *ts);
  * failure everything is undone. The rest of the walk runs after the drains
  * that follow (the caller settles), and tree_add_result says how it ended.
  */
-int tree_add(struct fsnw *w, struct watch *lw);
+FSNW_COLD int tree_add(struct fsnw *w, struct watch *lw);
 /* After the settle: 0, or why the add's walk failed (then undo the add). */
 int tree_add_result(struct watch *lw);
 /* Take back a tree add exactly (batch rollback): see kwatch_undo. */
 void tree_undo(struct fsnw *w, struct watch *lw);
 /* Detach every directory of the tree (parking where the cache allows) and free it. */
-void tree_remove(struct fsnw *w, struct watch *lw, bool park);
+FSNW_COLD void tree_remove(struct fsnw *w, struct watch *lw, bool park);
 /* Free the tree without syscalls (the handle closes; links go with the table). */
 void tree_free(struct watch *lw);
 
@@ -81,7 +82,7 @@ bool tree_walk_echo(const struct trees *ts, const struct link *l, const struct k
  */
 bool tree_note_event(struct fsnw *w, struct link *l, const struct kevent *ev);
 /* The kernel dropped the directory of l. Returns true when the whole tree is gone. */
-bool tree_link_dropped(struct fsnw *w, struct link *l);
+FSNW_COLD bool tree_link_dropped(struct fsnw *w, struct link *l);
 
 /* Work waits that needs a complete drain first: a walk window, walks to
  * run, directories to read again, moves to pair. */

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "compiler.h"
 #include "handle.h"
 #include "mem.h"
 #include "probes.h"
@@ -107,7 +108,7 @@ static int next_free_wid(struct watches *t)
 			t->wrapped = true;
 		t->next_wid = wid == INT_MAX ? 1 : wid + 1;
 		/* Before the first wrap every wid is new: no lookup. */
-		if (!t->wrapped || !watches_find(t, wid))
+		if (likely(!t->wrapped) || !watches_find(t, wid))
 			return wid;
 	}
 }
@@ -187,7 +188,7 @@ static int add_plain(struct fsnw *w, const char *path, size_t len, uint32_t mask
 	int ret;
 
 	ret = kwatch_mark(w, AT_FDCWD, path, mask, flags, &key, t0, &t1);
-	if (ret < 0)
+	if (unlikely(ret < 0))
 		return ret;
 	/* One clock read pair a call: the add is timed until its mark call
 	 * returned (or, with no mark call, until now). The bookkeeping after
@@ -195,12 +196,12 @@ static int add_plain(struct fsnw *w, const char *path, size_t len, uint32_t mask
 	if (t0)
 		stats_end_at(w, LAT_ADD, t0, t1 ? t1 : stats_ticks(w));
 	lw = watch_new(&w->watches, path, len, mask, flags);
-	if (!lw) {
+	if (unlikely(!lw)) {
 		kwatch_unmark_new(w, &key);
 		return -ENOMEM;
 	}
 	ret = kwatch_link(w, lw, &key, AT_FDCWD, path, mask, flags, lw->path, &l);
-	if (ret < 0) {
+	if (unlikely(ret < 0)) {
 		watch_release(w, lw);
 		return ret;
 	}
@@ -208,7 +209,7 @@ static int add_plain(struct fsnw *w, const char *path, size_t len, uint32_t mask
 	return 0;
 }
 
-static int add_tree(struct fsnw *w, const char *path, size_t len, uint32_t mask,
+FSNW_COLD static int add_tree(struct fsnw *w, const char *path, size_t len, uint32_t mask,
 		    uint32_t flags, struct watch **out)
 {
 	struct watch *lw = watch_new(&w->watches, path, len, mask, flags);
@@ -304,7 +305,7 @@ void watches_undo(struct fsnw *w, struct watch *lw)
 	watch_release(w, lw);
 }
 
-static void watch_ends(struct fsnw *w, struct watch *lw)
+FSNW_COLD static void watch_ends(struct fsnw *w, struct watch *lw)
 {
 	if (lw->zombie)
 		return;

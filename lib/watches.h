@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "compiler.h"
 #include "fsnwatch.h"
 #include "htab.h"
 #include "list.h"
@@ -117,14 +118,14 @@ int watches_finish_add(struct fsnw *w, struct watch *lw);
 /* The body of fsnw_remove: -EINVAL, -ENOENT, or 0. */
 int watches_remove(struct fsnw *w, int wid);
 /* Take back a watch this call added, leaving the kernel as it found it. */
-void watches_undo(struct fsnw *w, struct watch *lw);
+FSNW_COLD void watches_undo(struct fsnw *w, struct watch *lw);
 
 /*
  * The kernel dropped lw's object: queue FSNW_IGNORED and hold the wid until
  * it is read. A watch still being added fails its add instead (-ENOENT): the
  * caller never learns its wid.
  */
-void watches_dropped(struct fsnw *w, struct watch *lw);
+FSNW_COLD void watches_dropped(struct fsnw *w, struct watch *lw);
 /* A oneshot watch heard its event: it ends as a dropped one does, but a
  * watch still being added keeps its wid, as its event is on its way. */
 void watches_oneshot_fired(struct fsnw *w, struct watch *lw);
