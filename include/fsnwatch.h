@@ -217,6 +217,10 @@ struct fsnw_stats {
 	uint64_t tree_dirs_cached;     /* directories whose place is cached now */
 	uint64_t tree_cache_evictions; /* cached directories evicted for room (resolved again when met) */
 	uint64_t overflows_unresolved; /* FSNW_OVERFLOW raised: a directory could not be resolved */
+
+	/* Since 0.3. */
+	uint64_t timing_tsc;       /* 1: latencies are timed with the TSC; 0: CLOCK_MONOTONIC
+				    * (or timing is off) */
 };
 
 /* Copy a consistent snapshot; fills at most st->size bytes and sets st->size

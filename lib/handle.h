@@ -47,6 +47,19 @@ struct lat_shard {
 	char pad[64 - LAT_KINDS * sizeof(struct fsnw_histogram) % 64];
 };
 
+/*
+ * The clock of the latency histograms (stats.c): TSC ticks at a ratio
+ * checked about once a second against CLOCK_MONOTONIC, or that clock's ns.
+ */
+struct stats_clock {
+	bool tsc;            /* ticks are TSC reads: set at open, then only read */
+	uint64_t mult;       /* ns per tick, 32.32 (lock held, as all below) */
+	uint64_t win_tsc;    /* the current check window began at this tick */
+	uint64_t win_ns;     /* and at this CLOCK_MONOTONIC time */
+	uint64_t win_mult;   /* the ratio the last window measured */
+	uint64_t win_ticks;  /* a window's length in ticks: about a second */
+};
+
 struct fsnw {
 	struct lock lock;       /* lock.h */
 	const struct backend *be;
@@ -59,7 +72,7 @@ struct fsnw {
 	struct trees trees;
 	struct queue *q;
 	struct fsnw_stats st;   /* counters; queue figures are folded in at snapshot */
-	uint64_t clock_mult;    /* ns per TSC tick (32.32); 0: timing ticks are ns (stats.c) */
+	struct stats_clock clock;
 	struct lat_shard *lat[LAT_SHARDS]; /* by thread slot; [0] is lat0 */
 	struct lat_shard lat0;
 };

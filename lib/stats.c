@@ -6,49 +6,134 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <unistd.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "export.h"
 #include "mem.h"
 #include "stats.h"
 
+/* About one check of the TSC's rate a second; two windows agree within 1/32. */
+#define CLOCK_WINDOW_NS 1000000000u
+#define CLOCK_AGREE 32
+/* Ratios beyond these are not a TSC's: 1 MHz to 64 GHz. */
+#define CLOCK_MULT_MAX (1000ULL << 32)
+#define CLOCK_MULT_MIN (1ULL << 26)
+
 #if defined(__x86_64__)
-/* The kernel's clocksource is the TSC: it found it invariant and synchronised. */
-static bool kernel_uses_tsc(struct fsnw *w)
+/*
+ * Whether latencies may be timed with the TSC: the CPU says its rate is
+ * constant and it counts on in idle (CPUID's invariant TSC), and the
+ * kernel's clock source is the TSC or made from it (kvm-clock scales the
+ * TSC). A hypervisor may still keep the guest's kernel off the TSC as its
+ * clock source (tsc=unstable, for migration): for a latency within one
+ * call what matters is the rate, which is checked once a second. The
+ * environment's FSNW_CLOCK=monotonic refuses it.
+ */
+static bool tsc_usable(struct fsnw *w)
 {
-	char buf[16] = "";
-	int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
-		      O_RDONLY | O_CLOEXEC);
+	char buf[32] = "";
+	const char *env = getenv("FSNW_CLOCK");
+	unsigned a, b, c, d;
+	int fd;
 	ssize_t n;
 
+	if (env && !strcmp(env, "monotonic"))
+		return false;
+	fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+		  O_RDONLY | O_CLOEXEC);
 	w->st.sys_other++;
 	if (fd < 0)
 		return false;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	w->st.sys_other += 2;
-	return n >= 3 && !strncmp(buf, "tsc", 3) && (n == 3 || buf[3] == '\n');
+	if (n <= 0)
+		return false;
+	buf[strcspn(buf, "\n")] = '\0';
+	if (!strcmp(buf, "tsc"))
+		return true;
+	return !strcmp(buf, "kvm-clock") && __get_cpuid(0x80000007, &a, &b, &c, &d) &&
+	       (d & (1u << 8));
+}
+
+/* A TSC reading paired with a clock reading taken between two TSC reads
+ * close together, so that no preemption sits between the pair. */
+static bool tsc_pair(uint64_t *tsc, uint64_t *ns)
+{
+	for (int i = 0; i < 8; i++) {
+		uint64_t c0 = __rdtsc(), n = stats_now_ns(), c1 = __rdtsc();
+
+		if (c1 > c0 && c1 - c0 < 20000) {
+			*tsc = c0 + (c1 - c0) / 2;
+			*ns = n;
+			return true;
+		}
+	}
+	return false;
 }
 #endif
 
+void stats_clock_window(struct stats_clock *c, uint64_t tsc, uint64_t ns)
+{
+	uint64_t dt = tsc - c->win_tsc, dn = ns - c->win_ns;
+	unsigned __int128 m;
+	uint64_t diff;
+
+	c->win_tsc = tsc;
+	c->win_ns = ns;
+	/* The TSC or the clock went back: a new window. */
+	if ((int64_t)dt <= 0 || (int64_t)dn <= 0)
+		return;
+	m = ((unsigned __int128)dn << 32) / dt;
+	if (m > CLOCK_MULT_MAX || m < CLOCK_MULT_MIN) {
+		c->win_mult = 0;
+		return;
+	}
+	diff = (uint64_t)m > c->win_mult ? (uint64_t)m - c->win_mult : c->win_mult - (uint64_t)m;
+	if (diff <= c->win_mult / CLOCK_AGREE)
+		c->mult = (uint64_t)m;
+	c->win_mult = (uint64_t)m;
+}
+
+void stats_clock_check(struct fsnw *w, uint64_t tsc)
+{
+	stats_clock_window(&w->clock, tsc, stats_now_ns());
+}
+
 void stats_clock_init(struct fsnw *w)
 {
-	w->clock_mult = 0;
-#if defined(__x86_64__)
-	uint64_t n0, n1, c0, c1;
+	struct stats_clock *c = &w->clock;
 
-	if ((w->open_flags & FSNW_OPEN_NO_STATS) || !kernel_uses_tsc(w))
+	*c = (struct stats_clock){ .tsc = false };
+#if defined(__x86_64__)
+	uint64_t c0, n0, c1, n1, m;
+
+	if ((w->open_flags & FSNW_OPEN_NO_STATS) || !tsc_usable(w) || !tsc_pair(&c0, &n0))
 		return;
-	/* 10 us against the monotonic clock: the reads' skew (tens of ns)
+	/* 10 us against the monotonic clock: the pairs' skew (tens of ns)
 	 * makes well under 1 % of error, far inside a log2 bucket. */
-	n0 = stats_now_ns();
-	c0 = __rdtsc();
-	do
-		n1 = stats_now_ns();
-	while (n1 - n0 < 10000);
-	c1 = __rdtsc();
-	if (c1 > c0)
-		w->clock_mult = (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (c1 - c0));
+	do {
+		if (!tsc_pair(&c1, &n1))
+			return;
+	} while (n1 - n0 < 10000);
+	if (c1 <= c0)
+		return;
+	m = (uint64_t)(((unsigned __int128)(n1 - n0) << 32) / (c1 - c0));
+	if (m > CLOCK_MULT_MAX || m < CLOCK_MULT_MIN)
+		return;
+	*c = (struct stats_clock){
+		.tsc = true,
+		.mult = m,
+		.win_tsc = c1,
+		.win_ns = n1,
+		.win_mult = m,
+		.win_ticks = (uint64_t)(((unsigned __int128)CLOCK_WINDOW_NS << 32) / m),
+	};
 #endif
 }
 
@@ -157,6 +242,7 @@ void stats_snapshot(const struct fsnw *w, struct fsnw_stats *out)
 	out->queue_high_water = c->high_water;
 	out->tree_dirs_cached = w->trees.fan.cache.count;
 	out->tree_cache_evictions = w->trees.fan.cache.evictions;
+	out->timing_tsc = w->clock.tsc;
 }
 
 /* The counters, by name, in struct order: the JSON keys are the field names. */
@@ -182,7 +268,7 @@ static const struct {
 	COUNTER(ring_active), COUNTER(sys_io_uring), COUNTER(settles_ring), COUNTER(settles_read),
 	COUNTER(tree_retries), COUNTER(overflows_mount),
 	COUNTER(dropped_outside), COUNTER(tree_dirs_cached), COUNTER(tree_cache_evictions),
-	COUNTER(overflows_unresolved),
+	COUNTER(overflows_unresolved), COUNTER(timing_tsc),
 };
 
 #define HISTOGRAM(f) { #f, offsetof(struct fsnw_stats, f) }
