@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fsnw-ab: two or more builds of libfsnwatch side by side in one process.
+ *
+ * A developer's instrument, not a scenario of fsnw-bench: it tells whether
+ * a change to the library made a watch add+remove cheaper. On a shared host
+ * the cost of a syscall drifts by 30-50% between minutes, which buries a
+ * change of 50 ns in run-to-run noise. So every build is loaded into the
+ * same process, each into a link-map namespace of its own (dlmopen), and
+ * they take turns with a raw inotify group in rounds: each round runs N
+ * pairs of every build and N of the raw floor, in an order turned each
+ * round, and a build's overhead is its pair's cost minus the floor's in
+ * the same round. The medians over the rounds are reported.
+ *
+ * Modes:
+ *  shared    add+remove on a file the handle already watches (a dedup add,
+ *            a non-last remove); the floor is one inotify_add_watch;
+ *  idle      add+remove of a file whose kernel watch waits in the idle
+ *            cache (a revive, a park); the floor is one inotify_add_watch;
+ *  distinct  add+remove of a file nothing else watches (a kernel watch made
+ *            and removed); the floor is inotify_add_watch + inotify_rm_watch.
+ *
+ * A build is named by the path of its shared library, with ":FLAGS" for
+ * the fsnw_open flags of its handle (4: FSNW_OPEN_NO_STATS). Each copy has
+ * its own libc in its namespace, whose malloc maps memory instead of
+ * moving the program break: compare builds with each other, not with a
+ * program that links the library.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <fsnwatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUILDS_MAX 8 /* glibc gives a process 16 namespaces */
+#define ROUNDS_MAX 1000
+
+enum mode { SHARED, IDLE, DISTINCT };
+
+struct build {
+	const char *name;
+	void *dl;
+	int (*open)(struct fsnw **, const struct fsnw_options *);
+	int (*close)(struct fsnw *);
+	int (*add)(struct fsnw *, const char *, uint32_t, uint32_t);
+	int (*remove)(struct fsnw *, int);
+	int (*get_stats)(const struct fsnw *, struct fsnw_stats *);
+	struct fsnw *w;
+	double *pair, *over; /* ns, by round */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+__attribute__((format(printf, 1, 2), noreturn))
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "fsnw-ab: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(1);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: fsnw-ab [--mode shared|idle|distinct] [--rounds R] [--pairs N]\n"
+			"               LIBRARY[:FLAGS] LIBRARY[:FLAGS]...\n");
+	exit(2);
+}
+
+static void *sym(struct build *b, const char *name)
+{
+	void *p = dlsym(b->dl, name);
+
+	if (!p)
+		die("%s", dlerror());
+	return p;
+}
+
+/* Load one build into a namespace of its own and open its handle. */
+static void load(struct build *b, const char *arg, enum mode mode, const char *kept, int rounds)
+{
+	struct fsnw_options o = { .size = sizeof(o), .idle_watches = mode == IDLE ? 64 : 0 };
+	char path[4096];
+	char *colon;
+
+	snprintf(path, sizeof(path), "%s", arg);
+	colon = strrchr(path, ':');
+	if (colon) {
+		*colon = '\0';
+		o.flags = (uint32_t)strtoul(colon + 1, NULL, 0);
+	}
+	b->name = arg;
+	b->dl = dlmopen(LM_ID_NEWLM, path, RTLD_NOW | RTLD_LOCAL);
+	if (!b->dl)
+		die("%s", dlerror());
+	b->open = sym(b, "fsnw_open");
+	b->close = sym(b, "fsnw_close");
+	b->add = sym(b, "fsnw_add");
+	b->remove = sym(b, "fsnw_remove");
+	b->get_stats = sym(b, "fsnw_get_stats");
+	if (b->open(&b->w, &o) < 0)
+		die("fsnw_open failed in %s", arg);
+	/* The kept watch of shared mode; in idle mode a watch added and
+	 * removed, so that its kernel watch waits in the cache. */
+	if (mode == SHARED && b->add(b->w, kept, FSNW_ATTRIB, 0) <= 0)
+		die("fsnw_add of the kept file failed in %s", arg);
+	b->pair = calloc((size_t)rounds, sizeof(double));
+	b->over = calloc((size_t)rounds, sizeof(double));
+	if (!b->pair || !b->over)
+		die("%s", "out of memory");
+}
+
+static void lib_pairs(struct build *b, const char *path, long n)
+{
+	for (long i = 0; i < n; i++) {
+		int wid = b->add(b->w, path, FSNW_ATTRIB, 0);
+
+		if (wid <= 0 || b->remove(b->w, wid) != 0)
+			die("an add or remove failed in %s", b->name);
+	}
+}
+
+static void raw_pairs(int fd, enum mode mode, const char *kept, const char *other, long n)
+{
+	for (long i = 0; i < n; i++) {
+		int wd = inotify_add_watch(fd, mode == DISTINCT ? other : kept,
+					   IN_ATTRIB | (mode == DISTINCT ? 0 : IN_MASK_ADD));
+
+		if (wd < 0 || (mode == DISTINCT && inotify_rm_watch(fd, wd) < 0))
+			die("raw inotify call: %s", strerror(errno));
+	}
+	/* The IN_IGNOREDs of the removes: read between rounds, untimed. */
+}
+
+static void drain(int fd)
+{
+	char buf[65536];
+
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double quantile(double *v, int n, double q)
+{
+	qsort(v, (size_t)n, sizeof(*v), by_value);
+	return v[(int)(q * (n - 1) + 0.5)];
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const modes[] = { "shared", "idle", "distinct" };
+	struct build builds[BUILDS_MAX];
+	char dir[] = "/dev/shm/fsnw-ab.XXXXXX", kept[64], other[64];
+	enum mode mode = SHARED;
+	int nb = 0, rounds = 41, fd, i;
+	long pairs = 4000;
+	double *floor_ns;
+
+	for (i = 1; i < argc && !strncmp(argv[i], "--", 2); i++) {
+		if (i + 1 >= argc)
+			usage();
+		if (!strcmp(argv[i], "--mode")) {
+			for (mode = SHARED; mode <= DISTINCT && strcmp(argv[i + 1], modes[mode]);)
+				mode++;
+			if (mode > DISTINCT)
+				usage();
+		} else if (!strcmp(argv[i], "--rounds")) {
+			rounds = atoi(argv[i + 1]);
+		} else if (!strcmp(argv[i], "--pairs")) {
+			pairs = atol(argv[i + 1]);
+		} else {
+			usage();
+		}
+		i++;
+	}
+	if (argc - i < 1 || argc - i > BUILDS_MAX || rounds < 1 || rounds > ROUNDS_MAX ||
+	    pairs < 1)
+		usage();
+	if (!mkdtemp(dir))
+		die("mkdtemp: %s", strerror(errno));
+	snprintf(kept, sizeof(kept), "%s/kept", dir);
+	snprintf(other, sizeof(other), "%s/other", dir);
+	close(open(kept, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+	close(open(other, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+	for (; i < argc; i++)
+		load(&builds[nb++], argv[i], mode, kept, rounds);
+	fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	floor_ns = calloc((size_t)rounds, sizeof(double));
+	if (fd < 0 || !floor_ns || inotify_add_watch(fd, kept, IN_ATTRIB) < 0)
+		die("the raw group: %s", strerror(errno));
+	/* One untimed round warms every copy (and, in idle mode, parks the
+	 * watch of `other` in each handle's cache). */
+	for (int b = 0; b < nb; b++)
+		lib_pairs(&builds[b], mode == SHARED ? kept : other, 16);
+	for (int r = 0; r < rounds; r++) {
+		for (int k = 0; k <= nb; k++) {
+			int who = (k + r) % (nb + 1);
+			uint64_t t0 = now_ns();
+
+			if (who == nb)
+				raw_pairs(fd, mode, kept, other, pairs);
+			else
+				lib_pairs(&builds[who], mode == SHARED ? kept : other, pairs);
+			if (who == nb)
+				floor_ns[r] = (double)(now_ns() - t0) / (double)pairs;
+			else
+				builds[who].pair[r] = (double)(now_ns() - t0) / (double)pairs;
+			drain(fd);
+		}
+		for (int b = 0; b < nb; b++)
+			builds[b].over[r] = builds[b].pair[r] - floor_ns[r];
+	}
+	printf("fsnw-ab: mode %s, %d rounds of %ld pairs; floor (raw) median %.0f ns\n",
+	       modes[mode], rounds, pairs, quantile(floor_ns, rounds, 0.5));
+	for (int b = 0; b < nb; b++) {
+		struct build *x = &builds[b];
+		struct fsnw_stats st = { .size = sizeof(st) };
+		const char *clock = "?";
+
+		if (x->get_stats(x->w, &st) == 0 &&
+		    st.size >= offsetof(struct fsnw_stats, timing_tsc) + sizeof(st.timing_tsc))
+			clock = st.timing_tsc ? "tsc" : "monotonic";
+		printf("%s: pair median %.0f ns, over the floor median %.0f (quartiles %.0f, %.0f);"
+		       " timing clock %s\n",
+		       x->name, quantile(x->pair, rounds, 0.5), quantile(x->over, rounds, 0.5),
+		       quantile(x->over, rounds, 0.25), quantile(x->over, rounds, 0.75), clock);
+		x->close(x->w);
+		free(x->pair);
+		free(x->over);
+	}
+	free(floor_ns);
+	close(fd);
+	unlink(kept);
+	unlink(other);
+	rmdir(dir);
+	return 0;
+}
