@@ -18,7 +18,11 @@
  *  idle      add+remove of a file whose kernel watch waits in the idle
  *            cache (a revive, a park); the floor is one inotify_add_watch;
  *  distinct  add+remove of a file nothing else watches (a kernel watch made
- *            and removed); the floor is inotify_add_watch + inotify_rm_watch.
+ *            and removed); the floor is inotify_add_watch + inotify_rm_watch;
+ *  read      reading unique events (an attribute change of each of 2,000
+ *            files in a watched directory, made untimed before the turns);
+ *            the floor is read(2) of the group fd and a walk of its records.
+ *            "pairs" are then events, and the costs are per event.
  *
  * A build is named by the path of its shared library, with ":FLAGS" for
  * the fsnw_open flags of its handle (4: FSNW_OPEN_NO_STATS). Each copy has
@@ -42,7 +46,8 @@
 #define BUILDS_MAX 8 /* glibc gives a process 16 namespaces */
 #define ROUNDS_MAX 1000
 
-enum mode { SHARED, IDLE, DISTINCT };
+enum mode { SHARED, IDLE, DISTINCT, READ };
+#define READ_FILES 2000
 
 struct build {
 	const char *name;
@@ -52,6 +57,7 @@ struct build {
 	int (*add)(struct fsnw *, const char *, uint32_t, uint32_t);
 	int (*remove)(struct fsnw *, int);
 	int (*get_stats)(const struct fsnw *, struct fsnw_stats *);
+	int (*read)(struct fsnw *, struct fsnw_event *, size_t, int);
 	struct fsnw *w;
 	double *pair, *over; /* ns, by round */
 };
@@ -79,7 +85,7 @@ static void die(const char *fmt, ...)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: fsnw-ab [--mode shared|idle|distinct] [--rounds R] [--pairs N]\n"
+	fprintf(stderr, "usage: fsnw-ab [--mode shared|idle|distinct|read] [--rounds R] [--pairs N]\n"
 			"               LIBRARY[:FLAGS] LIBRARY[:FLAGS]...\n");
 	exit(2);
 }
@@ -94,7 +100,8 @@ static void *sym(struct build *b, const char *name)
 }
 
 /* Load one build into a namespace of its own and open its handle. */
-static void load(struct build *b, const char *arg, enum mode mode, const char *kept, int rounds)
+static void load(struct build *b, const char *arg, enum mode mode, const char *kept,
+		 const char *watched, int rounds)
 {
 	struct fsnw_options o = { .size = sizeof(o), .idle_watches = mode == IDLE ? 64 : 0 };
 	char path[4096];
@@ -115,8 +122,11 @@ static void load(struct build *b, const char *arg, enum mode mode, const char *k
 	b->add = sym(b, "fsnw_add");
 	b->remove = sym(b, "fsnw_remove");
 	b->get_stats = sym(b, "fsnw_get_stats");
+	b->read = sym(b, "fsnw_read");
 	if (b->open(&b->w, &o) < 0)
 		die("fsnw_open failed in %s", arg);
+	if (mode == READ && b->add(b->w, watched, FSNW_ATTRIB, 0) <= 0)
+		die("fsnw_add of the directory failed in %s", arg);
 	/* The kept watch of shared mode; in idle mode a watch added and
 	 * removed, so that its kernel watch waits in the cache. */
 	if (mode == SHARED && b->add(b->w, kept, FSNW_ATTRIB, 0) <= 0)
@@ -146,7 +156,59 @@ static void raw_pairs(int fd, enum mode mode, const char *kept, const char *othe
 		if (wd < 0 || (mode == DISTINCT && inotify_rm_watch(fd, wd) < 0))
 			die("raw inotify call: %s", strerror(errno));
 	}
-	/* The IN_IGNOREDs of the removes: read between rounds, untimed. */
+	/* The IN_IGNOREDs of the removes: read between turns, untimed. */
+}
+
+/* Read n events from the handle, checking that they are the ones made. */
+static void lib_events(struct build *b, long n)
+{
+	struct fsnw_event evs[256];
+	long got = 0;
+
+	while (got < n) {
+		int r = b->read(b->w, evs, 256, 0);
+
+		if (r <= 0)
+			die("%s: %ld of %ld events read", b->name, got, n);
+		for (int i = 0; i < r; i++)
+			if (!(evs[i].mask & FSNW_ATTRIB) || !evs[i].name)
+				die("%s: an event other than a file's attribute change", b->name);
+		got += r;
+	}
+}
+
+/* The same with read(2), walking the records as a raw program parses them. */
+static void raw_events(int fd, long n)
+{
+	char buf[65536] __attribute__((aligned(8)));
+	long got = 0;
+
+	while (got < n) {
+		ssize_t len = read(fd, buf, sizeof(buf));
+
+		if (len <= 0)
+			die("raw: %ld events read, then %s", got, len ? strerror(errno) : "none");
+		for (char *p = buf; p < buf + len;) {
+			struct inotify_event *ev = (struct inotify_event *)(void *)p;
+
+			if (!(ev->mask & IN_ATTRIB) || !ev->len || !ev->name[0])
+				die("%s", "raw: an event other than a file's attribute change");
+			got++;
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+}
+
+/* An attribute change of each file: one event in every group watching. */
+static void make_events(const char *dir, int round)
+{
+	char path[128];
+
+	for (int i = 0; i < READ_FILES; i++) {
+		snprintf(path, sizeof(path), "%s/d/f%d", dir, i);
+		if (chmod(path, (round + i) % 2 ? 0600 : 0640) < 0)
+			die("chmod: %s", strerror(errno));
+	}
 }
 
 static void drain(int fd)
@@ -172,9 +234,9 @@ static double quantile(double *v, int n, double q)
 
 int main(int argc, char **argv)
 {
-	static const char *const modes[] = { "shared", "idle", "distinct" };
+	static const char *const modes[] = { "shared", "idle", "distinct", "read" };
 	struct build builds[BUILDS_MAX];
-	char dir[] = "/dev/shm/fsnw-ab.XXXXXX", kept[64], other[64];
+	char dir[] = "/dev/shm/fsnw-ab.XXXXXX", kept[64], other[64], watched[64];
 	enum mode mode = SHARED;
 	int nb = 0, rounds = 41, fd, i;
 	long pairs = 4000;
@@ -184,9 +246,9 @@ int main(int argc, char **argv)
 		if (i + 1 >= argc)
 			usage();
 		if (!strcmp(argv[i], "--mode")) {
-			for (mode = SHARED; mode <= DISTINCT && strcmp(argv[i + 1], modes[mode]);)
+			for (mode = SHARED; mode <= READ && strcmp(argv[i + 1], modes[mode]);)
 				mode++;
-			if (mode > DISTINCT)
+			if (mode > READ)
 				usage();
 		} else if (!strcmp(argv[i], "--rounds")) {
 			rounds = atoi(argv[i + 1]);
@@ -206,36 +268,56 @@ int main(int argc, char **argv)
 	snprintf(other, sizeof(other), "%s/other", dir);
 	close(open(kept, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
 	close(open(other, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+	snprintf(watched, sizeof(watched), "%s/d", dir);
+	if (mkdir(watched, 0700) < 0)
+		die("mkdir: %s", strerror(errno));
+	for (int f = 0; mode == READ && f < READ_FILES; f++) {
+		char path[128];
+
+		snprintf(path, sizeof(path), "%s/f%d", watched, f);
+		close(open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+	}
+	if (mode == READ)
+		pairs = READ_FILES;
 	for (; i < argc; i++)
-		load(&builds[nb++], argv[i], mode, kept, rounds);
+		load(&builds[nb++], argv[i], mode, kept, watched, rounds);
 	fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	floor_ns = calloc((size_t)rounds, sizeof(double));
-	if (fd < 0 || !floor_ns || inotify_add_watch(fd, kept, IN_ATTRIB) < 0)
+	if (fd < 0 || !floor_ns || inotify_add_watch(fd, mode == READ ? watched : kept,
+						   IN_ATTRIB) < 0)
 		die("the raw group: %s", strerror(errno));
 	/* One untimed round warms every copy (and, in idle mode, parks the
 	 * watch of `other` in each handle's cache). */
-	for (int b = 0; b < nb; b++)
+	for (int b = 0; b < nb && mode != READ; b++)
 		lib_pairs(&builds[b], mode == SHARED ? kept : other, 16);
 	for (int r = 0; r < rounds; r++) {
+		if (mode == READ)
+			make_events(dir, r);
 		for (int k = 0; k <= nb; k++) {
 			int who = (k + r) % (nb + 1);
 			uint64_t t0 = now_ns();
 
-			if (who == nb)
+			if (who == nb && mode == READ)
+				raw_events(fd, pairs);
+			else if (who == nb)
 				raw_pairs(fd, mode, kept, other, pairs);
+			else if (mode == READ)
+				lib_events(&builds[who], pairs);
 			else
 				lib_pairs(&builds[who], mode == SHARED ? kept : other, pairs);
 			if (who == nb)
 				floor_ns[r] = (double)(now_ns() - t0) / (double)pairs;
 			else
 				builds[who].pair[r] = (double)(now_ns() - t0) / (double)pairs;
-			drain(fd);
+			if (mode != READ) /* the IN_IGNOREDs of raw removes */
+				drain(fd);
 		}
 		for (int b = 0; b < nb; b++)
 			builds[b].over[r] = builds[b].pair[r] - floor_ns[r];
 	}
-	printf("fsnw-ab: mode %s, %d rounds of %ld pairs; floor (raw) median %.0f ns\n",
-	       modes[mode], rounds, pairs, quantile(floor_ns, rounds, 0.5));
+	printf("fsnw-ab: mode %s, %d rounds of %ld %s; floor (raw) median %.0f ns\n",
+	       modes[mode], rounds, pairs, mode == READ ? "events" : "pairs",
+	       quantile(floor_ns, rounds, 0.5));
 	for (int b = 0; b < nb; b++) {
 		struct build *x = &builds[b];
 		struct fsnw_stats st = { .size = sizeof(st) };
@@ -244,9 +326,10 @@ int main(int argc, char **argv)
 		if (x->get_stats(x->w, &st) == 0 &&
 		    st.size >= offsetof(struct fsnw_stats, timing_tsc) + sizeof(st.timing_tsc))
 			clock = st.timing_tsc ? "tsc" : "monotonic";
-		printf("%s: pair median %.0f ns, over the floor median %.0f (quartiles %.0f, %.0f);"
+		printf("%s: median %.0f ns %s, over the floor median %.0f (quartiles %.0f, %.0f);"
 		       " timing clock %s\n",
-		       x->name, quantile(x->pair, rounds, 0.5), quantile(x->over, rounds, 0.5),
+		       x->name, quantile(x->pair, rounds, 0.5), mode == READ ? "an event" : "a pair",
+		       quantile(x->over, rounds, 0.5),
 		       quantile(x->over, rounds, 0.25), quantile(x->over, rounds, 0.75), clock);
 		x->close(x->w);
 		free(x->pair);
@@ -254,6 +337,13 @@ int main(int argc, char **argv)
 	}
 	free(floor_ns);
 	close(fd);
+	for (int f = 0; mode == READ && f < READ_FILES; f++) {
+		char path[128];
+
+		snprintf(path, sizeof(path), "%s/f%d", watched, f);
+		unlink(path);
+	}
+	rmdir(watched);
 	unlink(kept);
 	unlink(other);
 	rmdir(dir);
