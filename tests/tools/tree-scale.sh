@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 # Big enough for tens of milliseconds at N, small enough to make and delete
-# 10N entries in a few seconds.
+# 15N entries (three rounds of each size) in a few seconds.
 N=${TREE_SCALE_N:-10000}
 PER_DIR=100 # a directory and 99 files
 BATCH=40    # directories removed at once: 4,000 entries, well under the
