@@ -210,7 +210,7 @@ static int add_plain(struct fsnw *w, const char *path, size_t len, uint32_t mask
 }
 
 FSNW_COLD static int add_tree(struct fsnw *w, const char *path, size_t len, uint32_t mask,
-		    uint32_t flags, struct watch **out)
+			      uint32_t flags, struct watch **out)
 {
 	struct watch *lw = watch_new(&w->watches, path, len, mask, flags);
 	int ret;

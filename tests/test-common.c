@@ -272,36 +272,37 @@ void pump(struct fsnw *w)
 	ck_assert_msg(ret >= 0, "fsnw_pump: %s", strerror(-ret));
 }
 
-int fd_count(void)
+/* Open fds of this process whose /proc link is `kind` (all when NULL),
+ * not counting the one the walk itself holds. */
+static int fds_of(const char *kind)
 {
 	DIR *d = opendir("/proc/self/fd");
 	struct dirent *e;
-	int n = 0;
+	int n = 0, self;
 
 	ck_assert_ptr_nonnull(d);
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1; /* the one opendir holds */
-}
-
-int io_uring_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
+	self = dirfd(d);
 	while ((e = readdir(d))) {
 		char p[300], link[64] = "";
 
+		if (e->d_name[0] == '.' || atoi(e->d_name) == self)
+			continue;
 		snprintf(p, sizeof(p), "/proc/self/fd/%s", e->d_name);
-		if (readlink(p, link, sizeof(link) - 1) > 0 && !strcmp(link, "anon_inode:[io_uring]"))
+		if (!kind || (readlink(p, link, sizeof(link) - 1) > 0 && !strcmp(link, kind)))
 			n++;
 	}
 	closedir(d);
 	return n;
+}
+
+int fd_count(void)
+{
+	return fds_of(NULL);
+}
+
+int io_uring_fds(void)
+{
+	return fds_of("anon_inode:[io_uring]");
 }
 
 /* ---- the view of a caller ---- */

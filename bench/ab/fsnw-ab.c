@@ -22,7 +22,8 @@
  *  read      reading unique events (an attribute change of each of 2,000
  *            files in a watched directory, made untimed before the turns);
  *            the floor is read(2) of the group fd and a walk of its records.
- *            "pairs" are then events, and the costs are per event.
+ *            --pairs does not apply: a round reads the 2,000 events it
+ *            made, and the costs are per event.
  *
  * A build is named by the path of its shared library, with ":FLAGS" for
  * the fsnw_open flags of its handle (4: FSNW_OPEN_NO_STATS). Each copy has
@@ -61,6 +62,26 @@ struct build {
 	struct fsnw *w;
 	double *pair, *over; /* ns, by round */
 };
+
+/* The scratch directory (mkdtemp), removed at exit, a failed one too. */
+static char scratch[] = "/dev/shm/fsnw-ab.XXXXXX";
+
+static void scratch_remove(void)
+{
+	char path[128];
+
+	for (int f = 0; f < READ_FILES; f++) {
+		snprintf(path, sizeof(path), "%s/d/f%d", scratch, f);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/d", scratch);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/kept", scratch);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/other", scratch);
+	unlink(path);
+	rmdir(scratch);
+}
 
 static uint64_t now_ns(void)
 {
@@ -236,7 +257,8 @@ int main(int argc, char **argv)
 {
 	static const char *const modes[] = { "shared", "idle", "distinct", "read" };
 	struct build builds[BUILDS_MAX];
-	char dir[] = "/dev/shm/fsnw-ab.XXXXXX", kept[64], other[64], watched[64];
+	const char *dir = scratch;
+	char kept[64], other[64], watched[64];
 	enum mode mode = SHARED;
 	int nb = 0, rounds = 41, fd, i;
 	long pairs = 4000;
@@ -262,8 +284,9 @@ int main(int argc, char **argv)
 	if (argc - i < 1 || argc - i > BUILDS_MAX || rounds < 1 || rounds > ROUNDS_MAX ||
 	    pairs < 1)
 		usage();
-	if (!mkdtemp(dir))
+	if (!mkdtemp(scratch))
 		die("mkdtemp: %s", strerror(errno));
+	atexit(scratch_remove);
 	snprintf(kept, sizeof(kept), "%s/kept", dir);
 	snprintf(other, sizeof(other), "%s/other", dir);
 	close(open(kept, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
@@ -337,15 +360,5 @@ int main(int argc, char **argv)
 	}
 	free(floor_ns);
 	close(fd);
-	for (int f = 0; mode == READ && f < READ_FILES; f++) {
-		char path[128];
-
-		snprintf(path, sizeof(path), "%s/f%d", watched, f);
-		unlink(path);
-	}
-	rmdir(watched);
-	unlink(kept);
-	unlink(other);
-	rmdir(dir);
 	return 0;
 }
