@@ -136,6 +136,7 @@ struct cround {
 	struct cstate *s;
 	int G, W;
 	uint64_t *add_ns, *rm_ns, *first_ns;
+	long *faults; /* page faults each worker took from its adds to its removes' end */
 	int *bad, *err;
 	struct fsnw_stats st0; /* lib: taken by worker 0 after the first calls */
 };
@@ -174,6 +175,7 @@ static void churn_worker(struct team *t, int idx)
 	/* One barrier of the workers only, waited before, between and after the
 	 * two timed phases (the seed reproducer's topology_worker). */
 	team_sync_peers(t);
+	r->faults[idx] = -thread_faults();
 	t0 = now_ns();
 	switch (r->v->kind) {
 	case K_RAW:
@@ -251,6 +253,7 @@ static void churn_worker(struct team *t, int idx)
 	}
 	}
 	r->rm_ns[idx] = now_ns() - t0;
+	r->faults[idx] += thread_faults();
 	r->bad[idx] += bad;
 	if (bad)
 		r->err[idx] = err;
@@ -361,7 +364,7 @@ static bool check_lib(struct bench *b, const struct cvariant *v, struct cstate *
 }
 
 struct cresult {
-	double ns, add, rm, sys, first;
+	double ns, add, rm, sys, first, faults;
 	bool ok;
 };
 
@@ -372,14 +375,16 @@ static struct cresult churn_round(struct bench *b, const struct cvariant *v, str
 	struct fsnw_stats st1;
 	struct cresult res = { .ok = true };
 	uint64_t add = 0, rm = 0, first = 0;
+	long faults = 0;
 	int bad = 0, err = 0, moved;
 
 	r.add_ns = calloc((size_t)W, sizeof(uint64_t));
 	r.rm_ns = calloc((size_t)W, sizeof(uint64_t));
 	r.first_ns = calloc((size_t)W, sizeof(uint64_t));
+	r.faults = calloc((size_t)W, sizeof(long));
 	r.bad = calloc((size_t)W, sizeof(int));
 	r.err = calloc((size_t)W, sizeof(int));
-	if (!r.add_ns || !r.rm_ns || !r.first_ns || !r.bad || !r.err)
+	if (!r.add_ns || !r.rm_ns || !r.first_ns || !r.faults || !r.bad || !r.err)
 		bench_fatal(b, "out of memory");
 	/* This thread only starts and joins them: it waits in no barrier. */
 	team_start(b, &r.team, W, 0, churn_worker, &r);
@@ -390,6 +395,7 @@ static struct cresult churn_round(struct bench *b, const struct cvariant *v, str
 		add += r.add_ns[i];
 		rm += r.rm_ns[i];
 		first += r.first_ns[i];
+		faults += r.faults[i];
 		if (r.bad[i] && !bad)
 			err = r.err[i];
 		bad += r.bad[i];
@@ -398,6 +404,7 @@ static struct cresult churn_round(struct bench *b, const struct cvariant *v, str
 	res.rm = (double)rm / G;
 	res.ns = (double)(add + rm) / G;
 	res.first = (double)first / W;
+	res.faults = (double)faults / G;
 	switch (v->kind) {
 	case K_RAW:
 	case K_FLOOR_NEW:
@@ -425,6 +432,7 @@ static struct cresult churn_round(struct bench *b, const struct cvariant *v, str
 	free(r.add_ns);
 	free(r.rm_ns);
 	free(r.first_ns);
+	free(r.faults);
 	free(r.bad);
 	free(r.err);
 	return res;
@@ -628,6 +636,8 @@ static void record_round(struct bench *b, const struct cvariant *v, int W, int m
 		bench_record(b, v->name, W, m, metric, res[t].add, "ns/watch", res[t].ok);
 		snprintf(metric, sizeof(metric), "%s.remove", topo_name[t]);
 		bench_record(b, v->name, W, m, metric, res[t].rm, "ns/watch", res[t].ok);
+		snprintf(metric, sizeof(metric), "%s.faults", topo_name[t]);
+		bench_record(b, v->name, W, m, metric, res[t].faults, "faults/watch", res[t].ok);
 		snprintf(metric, sizeof(metric), "%s.syscalls", topo_name[t]);
 		bench_record(b, v->name, W, m, metric, res[t].sys, "syscalls/watch", res[t].ok);
 		if (is_lib(v)) {

@@ -416,15 +416,22 @@ void engine_settle(struct fsnw *w)
 	settle_by_read(w);
 }
 
-/* Make the eventfd readable exactly while events wait in the queue (or a
- * wake waits for a read). Only a change of state costs a syscall. */
+/*
+ * Make the eventfd readable exactly while events wait in the queue (or a
+ * wake waits for a read). Only a change of state costs a syscall, and only
+ * while someone can see it: an epoll set of fsnw_get_fd, or another reader
+ * asleep in poll. A caller that reads with fsnw_read alone (or pumps) and
+ * never sleeps beside another reader pays none; a reader about to sleep
+ * brings the state up to date first (engine_sleep_begin), so it neither
+ * misses events waiting here nor wakes for ones already read.
+ */
 static void sync_ready(struct fsnw *w)
 {
 	struct engine *e = &w->engine;
 	bool want = queue_depth(w->q) > 0 || e->rpos < e->rlen || e->wake;
 	uint64_t v = 1;
 
-	if (want == e->ev_ready)
+	if (want == e->ev_ready || (e->epfd < 0 && !e->sleepers))
 		return;
 	if (want) {
 		if (write(e->evfd, &v, sizeof(v)) == sizeof(v))
@@ -562,9 +569,12 @@ int engine_wake(struct fsnw *w)
 	return 0;
 }
 
-void engine_sleep_set(struct fsnw *w, struct engine_sleep *sl)
+void engine_sleep_begin(struct fsnw *w, struct engine_sleep *sl)
 {
 	int mfd = trees_mount_fd(&w->trees);
+
+	w->engine.sleepers++;
+	sync_ready(w);
 
 	sl->n = 0;
 	sl->p[sl->n++] = (struct pollfd){ .fd = w->kfd, .events = POLLIN };
@@ -580,6 +590,11 @@ int engine_wait(struct engine_sleep *sl, int timeout_ms)
 	int ret = poll(sl->p, sl->n, timeout_ms);
 
 	return ret < 0 ? -errno : ret;
+}
+
+void engine_sleep_end(struct fsnw *w)
+{
+	w->engine.sleepers--;
 }
 
 /*
@@ -610,5 +625,6 @@ int engine_get_fd(struct fsnw *w)
 	}
 	e->epfd = fd;
 	sync_epoll(w);
+	sync_ready(w); /* not kept while nobody could see it */
 	return fd;
 }

@@ -41,9 +41,12 @@ struct engine {
 	bool more;             /* the last read filled the buffer: the kernel may hold more */
 	bool draining;         /* a drain runs; nothing below the engine starts one */
 	bool reconcile;        /* a kernel overflow was read: check which watches live */
-	int evfd;              /* eventfd: readable while events wait in the queue */
+	/* eventfd: readable while events wait in the queue, kept so only while
+	 * someone can see it (epfd exists, or a reader sleeps: sleepers). */
+	int evfd;
 	int epfd;              /* what fsnw_get_fd returns (kfd and evfd), made on its first call */
-	bool ev_ready;         /* evfd is signalled */
+	bool ev_ready;         /* evfd is signalled (its real state, kept up or not) */
+	unsigned sleepers;     /* fsnw_read calls asleep in poll on evfd */
 	struct ring *ring;     /* the readiness ring (ring.c), or NULL */
 	bool wake;             /* fsnw_wake: the next fsnw_read returns, events or not */
 	/* Wakes a sleeping reader when the trees' next retry is due (made
@@ -99,10 +102,16 @@ struct engine_sleep {
 	struct pollfd p[4];
 	unsigned n;
 };
-/* The group fd, the eventfd, the trees' retry timer and mount table (lock held). */
-void engine_sleep_set(struct fsnw *w, struct engine_sleep *sl);
+/*
+ * A reader is about to sleep (lock held): it counts as one who sees the
+ * eventfd from now on, whose readiness is brought up to date, and sl gets
+ * the group fd, the eventfd, the trees' retry timer and mount table.
+ */
+void engine_sleep_begin(struct fsnw *w, struct engine_sleep *sl);
 /* Sleep until one of them is ready (lock NOT held); -errno. */
 int engine_wait(struct engine_sleep *sl, int timeout_ms);
+/* The reader is awake again (lock held). */
+void engine_sleep_end(struct fsnw *w);
 
 /* The fd fsnw_get_fd returns, made on the first call; -errno. */
 int engine_get_fd(struct fsnw *w);

@@ -200,10 +200,23 @@ FSNW_EXPORT int fsnw_remove(struct fsnw *w, int wid)
 	return ret;
 }
 
+/* How long a read may still sleep: -1 for ever, 0 not at all, else ms. */
+static int sleep_left(int timeout_ms, uint64_t deadline)
+{
+	uint64_t now;
+
+	if (timeout_ms <= 0)
+		return timeout_ms < 0 ? -1 : 0;
+	now = stats_now_ns();
+	if (now >= deadline)
+		return 0;
+	return (int)((deadline - now + 999999u) / 1000000u);
+}
+
 FSNW_EXPORT int fsnw_read(struct fsnw *w, struct fsnw_event *evs, size_t max, int timeout_ms)
 {
 	uint64_t deadline = 0;
-	uint64_t polls = 0;
+	bool asleep = false;
 
 	if (!w || !evs || !max)
 		return -EINVAL;
@@ -214,14 +227,22 @@ FSNW_EXPORT int fsnw_read(struct fsnw *w, struct fsnw_event *evs, size_t max, in
 	for (;;) {
 		struct engine_sleep sleep;
 		size_t n;
-		int err, ret, left;
+		int err, ret, left = 0;
 		bool woken;
 
 		lock(w);
-		w->st.sys_poll += polls;
-		polls = 0;
+		if (asleep) {
+			w->st.sys_poll++;
+			engine_sleep_end(w);
+			asleep = false;
+		}
 		n = engine_collect(w, evs, max, &err, &woken);
-		engine_sleep_set(w, &sleep);
+		if (!n && !err && !woken && !(w->open_flags & FSNW_OPEN_NONBLOCK))
+			left = sleep_left(timeout_ms, deadline);
+		if (left) {
+			engine_sleep_begin(w, &sleep);
+			asleep = true;
+		}
 		unlock(w);
 		if (n)
 			return (int)n;
@@ -231,21 +252,13 @@ FSNW_EXPORT int fsnw_read(struct fsnw *w, struct fsnw_event *evs, size_t max, in
 			return 0;
 		if (w->open_flags & FSNW_OPEN_NONBLOCK)
 			return -EAGAIN;
-		if (timeout_ms == 0)
+		if (!asleep)
 			return 0;
-		left = -1;
-		if (timeout_ms > 0) {
-			uint64_t now = stats_now_ns();
-
-			if (now >= deadline)
-				return 0;
-			left = (int)((deadline - now + 999999u) / 1000000u);
-		}
-		polls++; /* counted when the lock is next held */
 		ret = engine_wait(&sleep, left);
 		if (ret < 0) {
 			lock(w);
-			w->st.sys_poll += polls;
+			w->st.sys_poll++;
+			engine_sleep_end(w);
 			unlock(w);
 			return ret;
 		}

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* fsnw_wake: a thread asleep in fsnw_read returns; the wake is taken once. */
+/* fsnw_wake: a thread asleep in fsnw_read returns; the wake is taken once.
+ * The readiness of queued events: kept for whoever can see it, only. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -59,8 +61,10 @@ START_TEST(wake_taken_once)
 	polls = stats_of(w).sys_poll;
 	ck_assert_int_eq(fsnw_read(w, ev, 8, -1), 0);
 	ck_assert_uint_eq(stats_of(w).sys_poll, polls); /* without sleeping */
+	/* This one slept, once: the wake taken left no readiness behind to
+	 * wake it early (it is cleared as the reader goes to sleep). */
 	ck_assert_int_eq(fsnw_read(w, ev, 8, 30), 0);
-	ck_assert_uint_gt(stats_of(w).sys_poll, polls); /* this one slept */
+	ck_assert_uint_eq(stats_of(w).sys_poll, polls + 1);
 	fsnw_close(w);
 	tmpdir_remove(dir);
 }
@@ -108,6 +112,81 @@ START_TEST(wake_readiness)
 }
 END_TEST
 
+/*
+ * Events queued by a pump and read in parts cost the eventfd nothing while
+ * nobody can see it; fsnw_get_fd brings its readiness up to date at once,
+ * and from then on it follows the queue.
+ */
+START_TEST(readiness_kept_only_when_seen)
+{
+	struct fsnw *w = test_open(FSNW_OPEN_NONBLOCK, 0, 0);
+	char *dir = tmpdir_make();
+	struct fsnw_event ev[8];
+	struct pollfd p = { .events = POLLIN };
+
+	ck_assert_int_gt(fsnw_add(w, dir, FSNW_CREATE, 0), 0);
+	touch(dir, "a");
+	touch(dir, "b");
+	touch(dir, "c");
+	ck_assert_int_eq(fsnw_pump(w), 3);
+	ck_assert_int_eq(fsnw_read(w, ev, 1, 0), 1);
+	ck_assert_uint_eq(stats_of(w).sys_eventfd, 0);
+
+	p.fd = fsnw_get_fd(w); /* two still queued: readable from now */
+	ck_assert_int_ge(p.fd, 0);
+	ck_assert_uint_eq(stats_of(w).sys_eventfd, 1);
+	ck_assert_int_eq(poll(&p, 1, 0), 1);
+	ck_assert_int_eq(fsnw_read(w, ev, 1, 0), 1);
+	ck_assert_int_eq(poll(&p, 1, 0), 1);
+	ck_assert_int_eq(fsnw_read(w, ev, 8, 0), 1);
+	ck_assert_int_eq(poll(&p, 1, 0), 0);
+	ck_assert_uint_eq(stats_of(w).sys_eventfd, 2);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+static void *read_one_forever(void *arg)
+{
+	struct reader *r = arg;
+	struct fsnw_event ev[1];
+
+	r->ret = fsnw_read(r->w, ev, 1, -1);
+	return NULL;
+}
+
+/*
+ * A reader asleep in poll while another thread pumps the kernel queue into
+ * the library's: the pump takes the group fd's readiness away, so the
+ * eventfd must be raised for the sleeper, or it sleeps for ever (the test's
+ * timeout). Whichever comes first, the sleep or the pump, it gets the event.
+ */
+START_TEST(pump_wakes_sleeping_reader)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	struct reader r = { w, -1 };
+	char name[32];
+	pthread_t t;
+
+	ck_assert_int_gt(fsnw_add(w, dir, FSNW_CREATE, 0), 0);
+	for (int round = 0; round < 20; round++) {
+		r.ret = -1;
+		ck_assert_int_eq(pthread_create(&t, NULL, read_one_forever, &r), 0);
+		if (round % 2)
+			usleep(2000); /* asleep by now, most likely */
+		snprintf(name, sizeof(name), "f%d", round);
+		touch(dir, name);
+		ck_assert_int_ge(fsnw_pump(w), 0);
+		ck_assert_int_eq(pthread_join(t, NULL), 0);
+		ck_assert_int_eq(r.ret, 1);
+	}
+	ck_assert_int_eq(fsnw_pump(w), 0);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 TEST_SUITE(wake)
 {
 	Suite *s = suite_create("wake");
@@ -116,5 +195,7 @@ TEST_SUITE(wake)
 	ADD_TEST(s, wake_taken_once);
 	ADD_TEST(s, wake_with_events);
 	ADD_TEST(s, wake_readiness);
+	ADD_TEST(s, readiness_kept_only_when_seen);
+	ADD_TEST(s, pump_wakes_sleeping_reader);
 	return s;
 }
