@@ -997,9 +997,14 @@ static void churn_quick(struct bench *b, struct quick *q)
 		  quick_need(q, "bulk-raw", 1, "add+remove"), NAN,
 		  quick_need(q, "bulk-lib", 1, "add+remove"), NAN,
 		  "%ld fresh dirs, one group, the seed's mask; batch calls %.0f; after "
-		  "fsnw_reserve %.0f; target ratio <= 1.10", opt.bulk,
+		  "fsnw_reserve %.0f; target ratio <= 1.10; page faults per 1024 watches raw "
+		  "%.0f, lib %.0f (heap %.0f B a watch), after fsnw_reserve %.0f", opt.bulk,
 		  quick_need(q, "bulk-lib-batch", 1, "add+remove"),
-		  quick_need(q, "bulk-lib-reserve", 1, "add+remove"));
+		  quick_need(q, "bulk-lib-reserve", 1, "add+remove"),
+		  1024 * quick_need(q, "bulk-raw", 1, "faults"),
+		  1024 * quick_need(q, "bulk-lib", 1, "faults"),
+		  quick_need(q, "bulk-lib", 1, "heap"),
+		  1024 * quick_need(q, "bulk-lib-reserve", 1, "faults"));
 	quick_row(q, "  same, + reading the IN_IGNOREDs", "ns/watch",
 		  quick_need(q, "bulk-raw", 1, "add+remove+drain"), NAN,
 		  quick_need(q, "bulk-lib", 1, "add+remove+drain"), NAN,

@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +111,8 @@ struct bulk_arg {
 struct bulk_out {
 	uint64_t add, remove, drain; /* ns for all B */
 	double sys;
+	double faults; /* page faults a watch, adds and removes */
+	double heap;   /* the library: malloc'd bytes a watch after the adds */
 	bool ran, ok;
 };
 
@@ -125,6 +128,9 @@ static void bulk_child(struct bench *b, void *argp, void *outp)
 	struct fsnw *w = NULL;
 	int *ids = calloc((size_t)B, sizeof(int));
 	uint64_t t0, t1, t2, t3;
+	struct mallinfo2 heap0 = { 0 }, heap1 = { 0 };
+	long faults0;
+	double faults;
 	int fd = -1, bad = 0, err = 0;
 	bool ok = true, raw = !strcmp(variant, "bulk-raw");
 	bool batch = !strcmp(variant, "bulk-lib-batch");
@@ -166,7 +172,9 @@ static void bulk_child(struct bench *b, void *argp, void *outp)
 			goto out;
 		}
 		lib_stats(w, &st0);
+		heap0 = mallinfo2();
 	}
+	faults0 = thread_faults();
 	t0 = now_ns();
 	if (raw) {
 		for (int i = 0; i < B; i++)
@@ -183,6 +191,8 @@ static void bulk_child(struct bench *b, void *argp, void *outp)
 				err = -ids[i];
 	}
 	t1 = now_ns();
+	if (w)
+		heap1 = mallinfo2();
 	/* Every directory got a watch of its own: unique wds (wids), and for
 	 * the library one kernel watch each. */
 	if (!bad && !all_unique(ids, B)) {
@@ -217,6 +227,7 @@ static void bulk_child(struct bench *b, void *argp, void *outp)
 		}
 	}
 	t2 = now_ns();
+	faults = (double)(thread_faults() - faults0) / B;
 	if (bad) {
 		bench_fail(b, variant, 1, m, "%d adds or removes failed (first: %s)", bad,
 			   strerror(err));
@@ -257,6 +268,8 @@ static void bulk_child(struct bench *b, void *argp, void *outp)
 		}
 	}
 	*o = (struct bulk_out){ .add = t1 - t0, .remove = t2 - t1, .drain = t3 - t2, .sys = sys,
+				.faults = faults,
+				.heap = (double)heap1.uordblks - (double)heap0.uordblks,
 				.ran = true, .ok = ok };
 out:
 	if (fd >= 0)
@@ -288,6 +301,9 @@ static void bulk_round(struct bench *b, const char *variant, int B, int m)
 	bench_record(b, variant, 1, m, "add+remove+drain",
 		     (double)(o.add + o.remove + o.drain) / B, "ns/watch", ok);
 	bench_record(b, variant, 1, m, "syscalls", o.sys, "syscalls/watch", ok);
+	bench_record(b, variant, 1, m, "faults", o.faults, "faults/watch", ok);
+	if (strcmp(variant, "bulk-raw"))
+		bench_record(b, variant, 1, m, "heap", o.heap / B, "bytes/watch", ok);
 }
 
 static void run_bulk(struct bench *b, long bulk)

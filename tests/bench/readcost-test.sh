@@ -1,0 +1,26 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# fsnw-readcost, a few rounds with merging and without it:
+#   readcost-test.sh FSNW_READCOST
+# Checks that the library's reads are answered from memory (every round
+# reads its 2,000 events, or the program exits 1), the report line, and
+# that bad arguments are refused. Nothing is timed against a threshold.
+set -u
+rc=$1
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+for flags in 0 2; do
+	line=$("$rc" 20 "$flags") || fail "fsnw-readcost 20 $flags exited $?"
+	echo "$line"
+	echo "$line" | grep -q "^fsnw-readcost: 20 rounds of 2000 events, open flags 0x$flags: library [0-9.]* ns an event, floor [0-9.]*, library's own -*[0-9.]*$" ||
+		fail "flags $flags: no report line"
+done
+"$rc" 0 2>/dev/null && fail "0 rounds were taken"
+[ $? -eq 2 ] || fail "0 rounds: exit status is not 2"
+"$rc" 1 2 3 2>/dev/null && fail "three arguments were taken"
+ls -d /dev/shm/fsnw-readcost.* 2>/dev/null && fail "a scratch directory was left"
+exit 0
