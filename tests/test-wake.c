@@ -13,6 +13,7 @@
 struct reader {
 	struct fsnw *w;
 	int ret;
+	size_t max; /* events a read may return, at most 8 */
 };
 
 static void *read_forever(void *arg)
@@ -20,8 +21,38 @@ static void *read_forever(void *arg)
 	struct reader *r = arg;
 	struct fsnw_event ev[8];
 
-	r->ret = fsnw_read(r->w, ev, 8, -1);
+	r->ret = fsnw_read(r->w, ev, r->max, -1);
 	return NULL;
+}
+
+/*
+ * Twenty rounds of a reader started in a thread of its own (max events a
+ * read), poked from here at once or, every other round, once it is most
+ * likely asleep; its read must return `expect`.
+ */
+static void poke_sleeping_reader(struct fsnw *w, size_t max, int expect,
+				 void (*poke)(struct fsnw *w, const char *dir, int round),
+				 const char *dir)
+{
+	struct reader r = { w, -1, max };
+	pthread_t t;
+
+	for (int round = 0; round < 20; round++) {
+		r.ret = -1;
+		ck_assert_int_eq(pthread_create(&t, NULL, read_forever, &r), 0);
+		if (round % 2)
+			usleep(2000); /* asleep by now, most likely */
+		poke(w, dir, round);
+		ck_assert_int_eq(pthread_join(t, NULL), 0);
+		ck_assert_int_eq(r.ret, expect);
+	}
+}
+
+static void poke_wake(struct fsnw *w, const char *dir, int round)
+{
+	(void)dir;
+	(void)round;
+	ck_assert_int_eq(fsnw_wake(w), 0);
 }
 
 /* Whichever comes first, the sleep or the wake, the read returns 0. */
@@ -29,19 +60,9 @@ START_TEST(wake_sleeping_reader)
 {
 	struct fsnw *w = test_open(0, 0, 0);
 	char *dir = tmpdir_make();
-	struct reader r = { w, -1 };
-	pthread_t t;
 
 	ck_assert_int_gt(fsnw_add(w, dir, FSNW_CREATE, 0), 0);
-	for (int round = 0; round < 20; round++) {
-		r.ret = -1;
-		ck_assert_int_eq(pthread_create(&t, NULL, read_forever, &r), 0);
-		if (round % 2)
-			usleep(2000); /* asleep by now, most likely */
-		ck_assert_int_eq(fsnw_wake(w), 0);
-		ck_assert_int_eq(pthread_join(t, NULL), 0);
-		ck_assert_int_eq(r.ret, 0);
-	}
+	poke_sleeping_reader(w, 8, 0, poke_wake, dir);
 	fsnw_close(w);
 	tmpdir_remove(dir);
 }
@@ -146,13 +167,14 @@ START_TEST(readiness_kept_only_when_seen)
 }
 END_TEST
 
-static void *read_one_forever(void *arg)
+/* An event made, and pumped into the library's queue from this thread. */
+static void poke_pump(struct fsnw *w, const char *dir, int round)
 {
-	struct reader *r = arg;
-	struct fsnw_event ev[1];
+	char name[32];
 
-	r->ret = fsnw_read(r->w, ev, 1, -1);
-	return NULL;
+	snprintf(name, sizeof(name), "f%d", round);
+	touch(dir, name);
+	ck_assert_int_ge(fsnw_pump(w), 0);
 }
 
 /*
@@ -165,22 +187,9 @@ START_TEST(pump_wakes_sleeping_reader)
 {
 	struct fsnw *w = test_open(0, 0, 0);
 	char *dir = tmpdir_make();
-	struct reader r = { w, -1 };
-	char name[32];
-	pthread_t t;
 
 	ck_assert_int_gt(fsnw_add(w, dir, FSNW_CREATE, 0), 0);
-	for (int round = 0; round < 20; round++) {
-		r.ret = -1;
-		ck_assert_int_eq(pthread_create(&t, NULL, read_one_forever, &r), 0);
-		if (round % 2)
-			usleep(2000); /* asleep by now, most likely */
-		snprintf(name, sizeof(name), "f%d", round);
-		touch(dir, name);
-		ck_assert_int_ge(fsnw_pump(w), 0);
-		ck_assert_int_eq(pthread_join(t, NULL), 0);
-		ck_assert_int_eq(r.ret, 1);
-	}
+	poke_sleeping_reader(w, 1, 1, poke_pump, dir);
 	ck_assert_int_eq(fsnw_pump(w), 0);
 	fsnw_close(w);
 	tmpdir_remove(dir);
