@@ -428,10 +428,13 @@ void engine_settle(struct fsnw *w)
 static void sync_ready(struct fsnw *w)
 {
 	struct engine *e = &w->engine;
-	bool want = queue_depth(w->q) > 0 || e->rpos < e->rlen || e->wake;
 	uint64_t v = 1;
+	bool want;
 
-	if (want == e->ev_ready || (e->epfd < 0 && !e->sleepers))
+	if (e->epfd < 0 && !e->sleepers)
+		return;
+	want = queue_depth(w->q) > 0 || e->rpos < e->rlen || e->wake;
+	if (want == e->ev_ready)
 		return;
 	if (want) {
 		if (write(e->evfd, &v, sizeof(v)) == sizeof(v))

@@ -16,6 +16,8 @@
 
 #include <stdatomic.h>
 
+#include "compiler.h"
+
 enum { LOCK_FREE, LOCK_HELD, LOCK_WAITERS };
 
 struct lock {
@@ -32,17 +34,16 @@ static inline void lock_take(struct lock *l)
 {
 	int free = LOCK_FREE;
 
-	if (__builtin_expect(atomic_compare_exchange_strong_explicit(&l->state, &free, LOCK_HELD,
-								     memory_order_acquire,
-								     memory_order_relaxed), 1))
+	if (likely(atomic_compare_exchange_strong_explicit(&l->state, &free, LOCK_HELD,
+							   memory_order_acquire, memory_order_relaxed)))
 		return;
 	lock_wait(l);
 }
 
 static inline void lock_give(struct lock *l)
 {
-	if (__builtin_expect(atomic_exchange_explicit(&l->state, LOCK_FREE,
-						      memory_order_release) == LOCK_WAITERS, 0))
+	if (unlikely(atomic_exchange_explicit(&l->state, LOCK_FREE, memory_order_release) ==
+		     LOCK_WAITERS))
 		lock_wake(l);
 }
 

@@ -23,7 +23,7 @@ static int should_fail(void)
 
 	allocations++;
 	left = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
-	if (__builtin_expect(left < 0, 1))
+	if (likely(left < 0))
 		return 0;
 	if (left == 0) {
 		atomic_store_explicit(&fail_countdown, -1, memory_order_relaxed);

@@ -54,7 +54,7 @@ static inline void *mem_cache_alloc(struct mem_cache *c)
 {
 	void *p = c->free;
 
-	if (__builtin_expect(!p, 0))
+	if (unlikely(!p))
 		return mem_cache_grow(c);
 	memcpy(&c->free, p, sizeof(void *));
 	c->nfree--;
@@ -87,7 +87,7 @@ static inline void mem_cache_free(struct mem_cache *c, void *p)
 	if (!p)
 		return;
 	c->used--;
-	if (__builtin_expect(c->nfree >= c->peak || c->nfree >= MEM_CACHE_KEEP, 0)) {
+	if (unlikely(c->nfree >= c->peak || c->nfree >= MEM_CACHE_KEEP)) {
 		mem_free(p);
 		return;
 	}

@@ -100,7 +100,7 @@ static inline struct fsnw_histogram *stats_lat(struct fsnw *w, enum lat_kind k)
 	unsigned i = stats_lat_shard();
 	struct lat_shard *s = w->lat[i];
 
-	if (__builtin_expect(!s, 0))
+	if (unlikely(!s))
 		s = stats_lat_new(w, i);
 	return &s->h[k];
 }

@@ -19,6 +19,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "compiler.h"
+
 extern __thread uint64_t thread_num_tls __attribute__((tls_model("initial-exec")));
 /* The slow path of thread_num: the first use in this thread. */
 uint64_t thread_num_take(void);
@@ -27,7 +29,7 @@ static inline uint64_t thread_num(void)
 {
 	uint64_t n = thread_num_tls;
 
-	return __builtin_expect(n != 0, 1) ? n : thread_num_take();
+	return likely(n != 0) ? n : thread_num_take();
 }
 
 struct thread_token {

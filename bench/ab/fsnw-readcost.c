@@ -22,11 +22,13 @@
  *
  * The handle is opened with FSNW_OPEN_NO_RING | FSNW_OPEN_NONBLOCK added:
  * the ring's readiness would say (rightly) that the kernel queue is empty.
- * Not installed. Exit status 1 if a read went wrong, 2 on bad arguments.
+ * Not installed. Exit status 1 if the handle or a read went wrong, 2 on bad
+ * arguments; the scratch directory goes at every exit.
  */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fsnwatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +46,15 @@ static unsigned char records[EVENTS * (sizeof(struct inotify_event) + 16)]
 static size_t records_len;
 static int group_fd = -1; /* the fd whose reads are answered from records */
 static int pending;       /* a round's buffer not yet handed out */
+/* The watched directory (mkdtemp), removed at every exit, a failed one's too. */
+static char scratch[] = "/dev/shm/fsnw-readcost.XXXXXX";
+static bool made;
+
+static void scratch_remove(void)
+{
+	if (made)
+		rmdir(scratch);
+}
 
 /* read(2), answered from memory on the group fd. */
 ssize_t read(int fd, void *buf, size_t len)
@@ -172,7 +183,6 @@ int main(int argc, char **argv)
 {
 	long rounds = argc > 1 ? strtol(argv[1], NULL, 10) : 3000;
 	long flags = argc > 2 ? strtol(argv[2], NULL, 0) : 0;
-	char dir[] = "/dev/shm/fsnw-readcost.XXXXXX";
 	struct fsnw_options o = { .size = sizeof(o) };
 	double lib = 1e30, raw = 1e30;
 	struct fsnw *w;
@@ -182,21 +192,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: fsnw-readcost [ROUNDS [OPEN_FLAGS]]\n");
 		return 2;
 	}
-	if (!mkdtemp(dir))
+	if (!mkdtemp(scratch))
 		die("mkdtemp in /dev/shm failed");
+	made = true;
+	atexit(scratch_remove);
 	o.flags = (uint32_t)flags | FSNW_OPEN_NO_RING | FSNW_OPEN_NONBLOCK;
 	err = fsnw_open(&w, &o);
-	if (err < 0) {
-		rmdir(dir);
+	if (err < 0)
 		die("fsnw_open failed");
-	}
-	wid = fsnw_add(w, dir, FSNW_ATTRIB, 0);
+	wid = fsnw_add(w, scratch, FSNW_ATTRIB, 0);
 	group_fd = find_group_fd();
-	if (wid <= 0 || group_fd < 0) {
-		fsnw_close(w);
-		rmdir(dir);
+	if (wid <= 0 || group_fd < 0)
 		die("no watch, or no inotify group fd found");
-	}
 	/* A fresh group's first watch descriptor is 1. */
 	make_records(1);
 	for (long r = 0; r < rounds; r++) {
@@ -208,8 +215,7 @@ int main(int argc, char **argv)
 	printf("fsnw-readcost: %ld rounds of %d events, open flags 0x%lx: library %.1f ns an "
 	       "event, floor %.1f, library's own %.1f\n", rounds, EVENTS, flags, lib, raw,
 	       lib - raw);
-	fsnw_close(w);
 	group_fd = -1;
-	rmdir(dir);
+	fsnw_close(w);
 	return 0;
 }

@@ -4,7 +4,8 @@
 #   readcost-test.sh FSNW_READCOST
 # Checks that the library's reads are answered from memory (every round
 # reads its 2,000 events, or the program exits 1), the report line, and
-# that bad arguments are refused. Nothing is timed against a threshold.
+# that bad arguments are refused, and that no run, failed or not, leaves its
+# directory behind. Nothing is timed against a threshold.
 set -u
 rc=$1
 
@@ -22,5 +23,8 @@ done
 "$rc" 0 2>/dev/null && fail "0 rounds were taken"
 [ $? -eq 2 ] || fail "0 rounds: exit status is not 2"
 "$rc" 1 2 3 2>/dev/null && fail "three arguments were taken"
+# Open flags the library refuses: a failed run, which removes its directory too.
+"$rc" 1 0x8000 2>/dev/null && fail "open flags 0x8000 were taken"
+[ $? -eq 1 ] || fail "a failed fsnw_open: exit status is not 1"
 ls -d /dev/shm/fsnw-readcost.* 2>/dev/null && fail "a scratch directory was left"
 exit 0
