@@ -15,12 +15,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fsnwatch-version.h" /* FSNW_VERSION_MAJOR, _MINOR, _PATCH, _STRING */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define FSNW_VERSION_MAJOR 0
-#define FSNW_VERSION_MINOR 2
 
 struct fsnw; /* an opaque watcher handle */
 
@@ -83,6 +82,9 @@ struct fsnw_options {
 
 /* fsnw_add_batch batch_flags */
 #define FSNW_BATCH_ATOMIC 0x0001u /* all items or none: a failure rolls every item back */
+
+/* The version of the library loaded, "MAJOR.MINOR.PATCH" (since 0.4). */
+const char *fsnw_version(void);
 
 /* Open a watcher. opts may be NULL (inotify or fanotify as AUTO picks, defaults). */
 int fsnw_open(struct fsnw **ret, const struct fsnw_options *opts);
