@@ -113,7 +113,10 @@ for src in "$mansrc"/*.[1-8]; do
 	*) fail "$name: title line '$th' does not say \"libfsnwatch @VERSION@\"" ;;
 	esac
 	if [ ! -f "$manbuilt/$name" ]; then
-		fail "$name is not built (not listed in man/meson.build?)"
+		case $name in
+		*.1) echo "note: $name is not built (its tool is not)" ;;
+		*) fail "$name is not built (not listed in man/meson.build?)" ;;
+		esac
 		continue
 	fi
 	th=$(sed -n '/^\.TH /{p;q;}' "$manbuilt/$name")
