@@ -2,8 +2,10 @@
 /*
  * libfsnwatch - many cheap logical watches over inotify and fanotify.
  *
- * Every function returns >= 0 on success and -errno on failure; it never
- * touches out-parameters on failure and never reports through errno.
+ * Every function that can fail returns >= 0 on success and -errno on
+ * failure; it never touches out-parameters on failure and never reports
+ * through errno (fsnw_close, fsnw_histogram_quantile and fsnw_version
+ * cannot fail).
  * A handle may be used from several threads at once. The reference is in
  * the man pages: libfsnwatch(7) and one page per function.
  *
