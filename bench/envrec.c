@@ -288,6 +288,8 @@ int envrec_write(const char *path, const struct bench *b)
 	put(f, "buildtype", FSNW_BENCH_BUILDTYPE);
 	snprintf(buf, sizeof(buf), "%d.%d", FSNW_VERSION_MAJOR, FSNW_VERSION_MINOR);
 	put(f, "libfsnwatch_api", buf);
+	/* The library loaded, which LD_LIBRARY_PATH may make another build's. */
+	put(f, "libfsnwatch", fsnw_version());
 #ifdef HAVE_INOTIFYTOOLS
 	put(f, "libinotifytools", "yes");
 #else

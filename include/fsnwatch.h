@@ -2,8 +2,10 @@
 /*
  * libfsnwatch - many cheap logical watches over inotify and fanotify.
  *
- * Every function returns >= 0 on success and -errno on failure; it never
- * touches out-parameters on failure and never reports through errno.
+ * Every function that can fail returns >= 0 on success and -errno on
+ * failure; it never touches out-parameters on failure and never reports
+ * through errno (fsnw_close, fsnw_histogram_quantile and fsnw_version
+ * cannot fail).
  * A handle may be used from several threads at once. The reference is in
  * the man pages: libfsnwatch(7) and one page per function.
  *
@@ -15,12 +17,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fsnwatch-version.h" /* FSNW_VERSION_MAJOR, _MINOR, _PATCH, _STRING */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define FSNW_VERSION_MAJOR 0
-#define FSNW_VERSION_MINOR 2
 
 struct fsnw; /* an opaque watcher handle */
 
@@ -83,6 +84,9 @@ struct fsnw_options {
 
 /* fsnw_add_batch batch_flags */
 #define FSNW_BATCH_ATOMIC 0x0001u /* all items or none: a failure rolls every item back */
+
+/* The version of the library loaded, "MAJOR.MINOR.PATCH" (since 0.4). */
+const char *fsnw_version(void);
 
 /* Open a watcher. opts may be NULL (inotify or fanotify as AUTO picks, defaults). */
 int fsnw_open(struct fsnw **ret, const struct fsnw_options *opts);

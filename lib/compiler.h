@@ -3,12 +3,10 @@
  * Hints that keep the hot paths short in the instruction stream.
  *
  * Why it pays: each add, remove and read makes a syscall, and on a kernel
- * with page-table isolation but no PCID (the guests we measure on) the
- * return to user space starts with an empty TLB and cold branch
- * predictors. The library's work after the syscall is then paid per code
- * page and cache line it runs through more than per instruction: a shared
- * add+remove ran through 18 code pages and 143 lines where 8 pages and 90
- * lines do the same work (lackey, see the closing notes of issue 12).
+ * with page-table isolation but no PCID the return to user space starts
+ * with an empty TLB and cold branch predictors. The library's work after
+ * the syscall is then paid per code page and cache line it runs through
+ * more than per instruction, so the hot paths' code is kept together.
  *
  * FSNW_COLD marks a function that runs rarely (error handling, races,
  * trees, fallbacks): gcc keeps it out of line, optimises it for size,

@@ -33,12 +33,10 @@
 
 /*
  * The latency histograms of struct fsnw_stats, one set per thread slot: two
- * threads on one handle write lines of their own. Why: with two workers
- * adding and removing on one handle, timing on cost 12.0 us a watch and off
- * 10.3 us while all threads shared one set (with one thread, 1-4%). The
- * shards' own gain has stayed inside this machine's noise. Sized to whole
- * cache lines; slot 0's is inside the handle, the others are allocated on
- * a thread's first timed call (stats.h: stats_lat).
+ * threads timing calls on one handle write cache lines of their own instead
+ * of taking turns with one set's. Sized to whole cache lines; slot 0's is
+ * inside the handle, the others are allocated on a thread's first timed
+ * call (stats.h: stats_lat).
  */
 enum lat_kind { LAT_ADD, LAT_REMOVE, LAT_KERNEL_MARK, LAT_KERNEL_UNMARK, LAT_KERNEL_READ, LAT_KINDS };
 #define LAT_SHARDS 8

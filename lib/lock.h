@@ -5,9 +5,9 @@
  *
  * It guards short stretches of bookkeeping between syscalls, never a
  * syscall, and every public call takes it once or twice (an add that marks
- * drops and retakes it around the mark). glibc's adaptive mutex cost about
- * 47 instructions a lock or unlock (callgrind, a shared add+remove pair: 285
- * of its 1,900); this one costs one atomic each when nobody waits. A
+ * drops and retakes it around the mark), so the lock's own cost is a share
+ * of every call: this one costs one atomic a lock or unlock when nobody
+ * waits, where glibc's adaptive mutex runs several dozen instructions. A
  * waiter spins first: a futex sleep and wake cost more than the stretch it
  * waits for. TSan understands it through its acquire and release atomics.
  */

@@ -12,7 +12,7 @@
  * costs a relaxed load of a negative number (a cache line nobody writes)
  * and a thread-local increment per allocation. The counter uses the
  * initial-exec TLS model: the general-dynamic default of a shared library
- * calls __tls_get_addr on every access, which showed in profiles of add.
+ * calls __tls_get_addr on every access, and adds allocate.
  */
 static atomic_long fail_countdown = -1;
 static __thread long allocations __attribute__((tls_model("initial-exec")));

@@ -22,7 +22,7 @@ void mem_free(void *p);
 /*
  * Records of one size that come and go with watches, kept for reuse: an add
  * after a remove then costs no malloc and, in a fresh thread, touches no new
- * page (a first touch costs 6-20 us on the guest we measure on). A cache
+ * page (a first touch is a page fault, and the kernel zeroes the page). A cache
  * keeps as many free records as the handle once had in use, up to
  * MEM_CACHE_KEEP: memory follows the peak, as a kernel slab's does, and goes
  * back to malloc when the handle closes. One allocator, not one per

@@ -230,9 +230,9 @@ bool queue_direct_begin(struct queue *q, struct fsnw_event *evs, size_t max)
 	if (max > QUEUE_DIRECT_MAX)
 		max = QUEUE_DIRECT_MAX;
 	/* The index at most an eighth full, so that a new key's probe nearly
-	 * always ends at its first slot (a quarter full cost 0.6 ns an event
-	 * more, fsnw-readcost with 256 events a read), and at most 64 KiB
-	 * beyond 2,048 events, a quarter full at QUEUE_DIRECT_MAX. */
+	 * always ends at its first slot (every event with a new name probes),
+	 * and at most 64 KiB beyond 2,048 events, a quarter full at
+	 * QUEUE_DIRECT_MAX. */
 	while (tsize < 8 * max && tsize < DTAB_SLOTS_MAX)
 		tsize *= 2;
 	if (max > d->cap) {

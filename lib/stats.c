@@ -62,8 +62,8 @@ static bool tsc_usable(struct fsnw *w)
 }
 
 /* A TSC reading paired with a clock reading taken between two TSC reads
- * close together (a clock read takes 50-100 ticks), so that no preemption
- * sits between the pair. */
+ * close together (a clock read alone takes far fewer than 512 ticks), so
+ * that no preemption sits between the pair. */
 static bool tsc_pair(uint64_t *tsc, uint64_t *ns)
 {
 	for (int i = 0; i < 16; i++) {

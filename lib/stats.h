@@ -23,13 +23,13 @@ static inline uint64_t stats_now_ns(void)
 
 /*
  * Timing costs a clock read at each end of every timed operation, and an
- * add or remove is only a microsecond or two. Where the TSC runs at a
+ * add or remove is short beside two of them. Where the TSC runs at a
  * constant rate and the kernel keeps time with it (stats_clock_init), we
- * read the TSC: 11 ns against 26-29 for the vDSO's clock on the kvm-clock
- * guest we measure on, more after a syscall, as the vDSO's code and data
- * pages must be found again. Ticks are converted with a ratio measured at
- * open and checked against CLOCK_MONOTONIC about once a second
- * (stats_clock_due). Elsewhere ticks are CLOCK_MONOTONIC nanoseconds.
+ * read the TSC: one instruction, where the vDSO's clock reads the TSC and
+ * scales it, and after a syscall must find its code and data pages again.
+ * Ticks are converted with a ratio measured at open and checked against
+ * CLOCK_MONOTONIC about once a second (stats_clock_due). Elsewhere ticks
+ * are CLOCK_MONOTONIC nanoseconds.
  */
 static inline uint64_t stats_ticks(const struct fsnw *w)
 {

@@ -3,7 +3,7 @@
 # The public header compiles warning-free as strict C89 or C++98, and a
 # trivial program in that language links against the built library and runs
 # (opens a handle, watches a directory, closes).
-# usage: header.sh c89|cxx INCDIR LIBDIR
+# usage: header.sh c89|cxx INCDIRS LIBDIR
 # env:   CC (c89), CXX (cxx; empty: skip), SANITIZE (meson's b_sanitize)
 set -u
 # Under `meson test --setup valgrind` memcheck would run this shell, not the
@@ -15,8 +15,16 @@ case ${LD_PRELOAD:-} in
 	;;
 esac
 mode=$1
-incdir=$2
+incdirs=$2
 libdir=$3
+# INCDIRS: the include directories, separated by ':'.
+incflags=
+old_ifs=$IFS
+IFS=:
+for d in $incdirs; do
+	incflags="$incflags -I$d"
+done
+IFS=$old_ifs
 san=
 case ${SANITIZE:-none} in
 none | '') ;;
@@ -43,7 +51,7 @@ cxx)
 	src=$tmp/prog.cc
 	;;
 *)
-	echo "usage: header.sh c89|cxx INCDIR LIBDIR" >&2
+	echo "usage: header.sh c89|cxx INCDIRS LIBDIR" >&2
 	exit 2
 	;;
 esac
@@ -69,6 +77,8 @@ typedef int (*pump_fn)(struct fsnw *);
 typedef uint64_t (*quantile_fn)(const struct fsnw_histogram *, double);
 typedef int (*stats_fn)(const struct fsnw *, struct fsnw_stats *);
 typedef int (*json_fn)(const struct fsnw *, char *, size_t);
+typedef const char *(*version_fn)(void);
+typedef int (*reserve_fn)(struct fsnw *, size_t);
 
 int main(void)
 {
@@ -84,6 +94,9 @@ int main(void)
 	quantile_fn q = fsnw_histogram_quantile;
 	stats_fn s = fsnw_get_stats;
 	json_fn j = fsnw_stats_json;
+	version_fn v = fsnw_version;
+	reserve_fn rs = fsnw_reserve;
+	pump_fn wk = fsnw_wake;
 	struct fsnw_options opts;
 	struct fsnw_stats st;
 	struct fsnw_event ev[4];
@@ -92,6 +105,10 @@ int main(void)
 	char json[64];
 	int wid, ret;
 
+	if (strcmp(v(), FSNW_VERSION_STRING) != 0) {
+		printf("fsnw_version: %s, header %s\n", v(), FSNW_VERSION_STRING);
+		return 1;
+	}
 	memset(&opts, 0, sizeof(opts));
 	opts.size = sizeof(opts);
 	opts.backend = FSNW_BACKEND_INOTIFY;
@@ -105,6 +122,8 @@ int main(void)
 	}
 	if (f(w) < 0 || b(w) != FSNW_BACKEND_INOTIFY)
 		return 1;
+	if (rs(w, 2) != 0)
+		return 1;
 	wid = a(w, ".", FSNW_ALL_EVENTS | FSNW_MOVE | FSNW_CLOSE, FSNW_WATCH_ONLYDIR);
 	if (wid <= 0) {
 		printf("fsnw_add: %d\n", wid);
@@ -116,7 +135,7 @@ int main(void)
 	item.result = 0;
 	if (ab(w, &item, 1, FSNW_BATCH_ATOMIC) != 1 || rb(w, &item.result, 1, NULL) != 1)
 		return 1;
-	ret = rd(w, ev, 4, 0);
+	ret = wk(w) == 0 ? rd(w, ev, 4, 0) : -1;
 	if ((ret < 0 && ret != -EAGAIN) || p(w) < 0)
 		return 1;
 	memset(&st, 0, sizeof(st));
@@ -129,7 +148,8 @@ int main(void)
 	(void)(FSNW_UNMOUNT | FSNW_OVERFLOW | FSNW_IGNORED | FSNW_SYNTHETIC | FSNW_ISDIR |
 	       FSNW_WATCH_DONT_FOLLOW | FSNW_WATCH_EXCL_UNLINK | FSNW_WATCH_ONESHOT |
 	       FSNW_QUEUE_UNLIMITED | FSNW_HIST_BUCKETS | FSNW_BACKEND_AUTO |
-	       FSNW_BACKEND_FANOTIFY | FSNW_VERSION_MAJOR | FSNW_VERSION_MINOR);
+	       FSNW_BACKEND_FANOTIFY | FSNW_VERSION_MAJOR | FSNW_VERSION_MINOR |
+	       FSNW_VERSION_PATCH);
 	printf("ok\n");
 	return 0;
 }
@@ -137,8 +157,8 @@ SRC
 echo "compiling the header alone: $compiler $flags"
 printf '#include <fsnwatch.h>\n' >"$tmp/only.${src##*.}"
 # shellcheck disable=SC2086
-$compiler $flags -I"$incdir" -fsyntax-only "$tmp/only.${src##*.}" || exit 1
+$compiler $flags $incflags -fsyntax-only "$tmp/only.${src##*.}" || exit 1
 echo "compiling, linking and running a program: $compiler $flags $san"
 # shellcheck disable=SC2086
-$compiler $flags $san -I"$incdir" "$src" -o "$tmp/prog" -L"$libdir" -lfsnwatch || exit 1
+$compiler $flags $san $incflags "$src" -o "$tmp/prog" -L"$libdir" -lfsnwatch || exit 1
 cd "$tmp" && LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ./prog

@@ -1,11 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# `meson install` into a DESTDIR, check the installed tree (header, the .so
-# symlink chain with its SONAME, the .pc, every man page), then build a
-# program outside the project with nothing but
-# `pkg-config --cflags --libs libfsnwatch` and run it against the installed
-# library.
-# usage: install.sh MESON BUILDDIR MANDIR     env: CC, SANITIZE
+# `meson install` into a DESTDIR, check the installed tree (headers, the .so
+# symlink chain with its SONAME, the .pc, every man page with the version on
+# its title line, a page for every tool), then build a program outside the
+# project with nothing but `pkg-config --cflags --libs libfsnwatch` and run
+# it against the installed library. Then a newcomer's way, as README.md has
+# it: meson setup --prefix of the source into a scratch prefix, ninja,
+# ninja install, and the README's example built with pkg-config against that
+# prefix and run on a directory, until the directory goes.
+# usage: install.sh MESON BUILDDIR MANDIR SRCDIR     env: CC, SANITIZE
 set -u
 # Under `meson test --setup valgrind` memcheck would run this shell, not the
 # library (whose own suites run there); the shell's leaks are not ours.
@@ -18,6 +21,7 @@ esac
 meson=$1
 builddir=$2
 mandir=$3
+srcdir=$4
 cc=${CC:-cc}
 san=
 case ${SANITIZE:-none} in
@@ -49,6 +53,8 @@ if ! $meson install -C "$builddir" --no-rebuild --destdir "$dest" >"$tmp/install
 fi
 
 header=$(find "$dest" -path '*/include/fsnwatch.h' | head -n 1)
+[ -n "$(find "$dest" -path '*/include/fsnwatch-version.h')" ] ||
+	fail "no include/fsnwatch-version.h installed"
 pc=$(find "$dest" -path '*/pkgconfig/libfsnwatch.pc' | head -n 1)
 so=$(find "$dest" -name 'libfsnwatch.so' | head -n 1)
 [ -n "$header" ] || fail "no include/fsnwatch.h installed"
@@ -74,17 +80,30 @@ else
 	fail "$libdir/$real is not a regular file"
 fi
 
-# Every page of man/ is installed in its section.
+# Every page of man/ is installed in its section (a tool's page with the
+# tool), its title line carrying the version, and every tool has its page.
 pages=0
 for page in "$mandir"/*.[1-8]; do
 	[ -e "$page" ] || continue
 	name=${page##*/}
 	sect=${name##*.}
+	if [ "$sect" = 1 ] && [ -z "$(find "$dest" -path "*/bin/${name%.1}")" ]; then
+		continue
+	fi
 	pages=$((pages + 1))
 	found=$(find "$dest" -path "*/share/man/man$sect/$name" | head -n 1)
-	[ -n "$found" ] || fail "man page $name is not installed in man$sect"
+	if [ -z "$found" ]; then
+		fail "man page $name is not installed in man$sect"
+	elif grep -q '^\.TH .*@VERSION@' "$found"; then
+		fail "installed $name still says @VERSION@ on its title line"
+	fi
 done
 [ "$pages" -gt 0 ] || fail "no man page in $mandir"
+for tool in $(find "$dest" -path '*/bin/*' -name 'fsnw*'); do
+	name=${tool##*/}
+	[ -n "$(find "$dest" -path "*/share/man/man1/$name.1")" ] ||
+		fail "the tool $name is installed without a page"
+done
 
 # An outside program, built with pkg-config alone, against the DESTDIR.
 cat >"$tmp/outside.c" <<'SRC'
@@ -147,5 +166,83 @@ case $out in
 *) fail "the outside program did not use the installed library" ;;
 esac
 
-[ "$status" -eq 0 ] && echo "ok: installed tree complete ($pages man pages), outside program built with pkg-config and ran"
+[ "$status" -eq 0 ] || exit 1
+echo "ok: installed tree complete ($pages man pages), outside program built with pkg-config and ran"
+
+# The README's way, from the source. A sanitized build of the project runs
+# this test too; the plain one does this part.
+case ${SANITIZE:-none} in
+none | '') ;;
+*)
+	echo "note: a $SANITIZE build: the README's build and example are left to the plain build"
+	exit 0
+	;;
+esac
+if ! command -v ninja >/dev/null 2>&1; then
+	echo "note: no ninja: the README's build is not tried"
+	exit 0
+fi
+readme=$srcdir/README.md
+prefix=$tmp/prefix
+fresh=$tmp/fresh
+if ! { $meson setup "$fresh" "$srcdir" --prefix="$prefix" -Dtests=disabled -Dbench=false \
+	-Dexamples=false && ninja -C "$fresh" && ninja -C "$fresh" install; } >"$tmp/fresh.log" 2>&1; then
+	cat "$tmp/fresh.log"
+	echo "FAIL: meson setup --prefix, ninja, ninja install"
+	exit 1
+fi
+pcdir=$(find "$prefix" -name libfsnwatch.pc)
+pcdir=${pcdir%/*}
+plib=$(find "$prefix" -name 'libfsnwatch.so.0' | head -n 1)
+plib=${plib%/*}
+[ -n "$pcdir" ] && [ -n "$plib" ] || { echo "FAIL: nothing installed in $prefix"; exit 1; }
+
+# The first C block of the README's "## Example" section.
+awk '/^## /{ ex = ($0 == "## Example") } ex && /^```c$/{ c = 1; next }
+	c && /^```$/{ exit } c' "$readme" >"$tmp/example.c"
+[ -s "$tmp/example.c" ] || { echo "FAIL: no C block under ## Example in $readme"; exit 1; }
+flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs libfsnwatch) || exit 1
+echo "README example: cc -Wall -Wextra -Werror example.c $flags"
+# shellcheck disable=SC2086
+cc_out=$($cc -Wall -Wextra -Werror "$tmp/example.c" -o "$tmp/example" $flags 2>&1) ||
+	{ echo "$cc_out"; echo "FAIL: the README's example does not build"; exit 1; }
+
+# wait_for PATTERN: until the example's output has a line matching it (it
+# prints as it goes), or it exits, or 60 s pass.
+wait_for() {
+	i=0
+	while ! grep -q "$1" "$tmp/out"; do
+		kill -0 "$pid" 2>/dev/null || return 1
+		i=$((i + 1))
+		[ "$i" -le 1200 ] || return 1
+		sleep 0.05
+	done
+}
+mkdir "$tmp/watched" || exit 1
+LD_LIBRARY_PATH=$plib "$tmp/example" "$tmp/watched" >"$tmp/out" 2>&1 &
+pid=$!
+if ! wait_for '^watching '; then
+	kill "$pid" 2>/dev/null
+	cat "$tmp/out"
+	echo "FAIL: the README's example did not start watching"
+	exit 1
+fi
+grep -q "$plib/libfsnwatch.so.0" "/proc/$pid/maps" ||
+	fail "the README's example does not run with the library of $prefix"
+mkdir "$tmp/watched/sub" && : >"$tmp/watched/sub/sentinel"
+wait_for 'sub sentinel ' || fail "the README's example did not report sub/sentinel"
+# The tree's own directory goes: its FSNW_IGNORED ends the example.
+rm -rf "$tmp/watched"
+i=0
+while kill -0 "$pid" 2>/dev/null && [ "$i" -lt 1200 ]; do
+	i=$((i + 1))
+	sleep 0.05
+done
+if kill -0 "$pid" 2>/dev/null; then
+	kill "$pid"
+	fail "the README's example did not stop when its directory went"
+fi
+wait "$pid" || fail "the README's example exited with status $?"
+cat "$tmp/out"
+[ "$status" -eq 0 ] && echo "ok: the README's build, install and example work from a scratch prefix"
 exit "$status"

@@ -6,7 +6,7 @@
 # is a program; the roff escapes used in code are undone first.
 # libfsnwatch(7) quotes examples/fsnw-epoll.c: once that file exists, the
 # page must hold it verbatim (tests/docs/quote-epoll.sh refreshes the copy).
-# usage: man-examples.sh MANDIR INCDIR LIBDIR [EXAMPLESDIR]     env: CC, SANITIZE
+# usage: man-examples.sh MANDIR INCDIRS LIBDIR [EXAMPLESDIR]     env: CC, SANITIZE
 set -u
 # Under `meson test --setup valgrind` memcheck would run this shell, not the
 # library (whose own suites run there); the shell's leaks are not ours.
@@ -17,8 +17,16 @@ case ${LD_PRELOAD:-} in
 	;;
 esac
 mandir=$1
-incdir=$2
+incdirs=$2
 libdir=$3
+# INCDIRS: the include directories, separated by ':'.
+incflags=
+old_ifs=$IFS
+IFS=:
+for d in $incdirs; do
+	incflags="$incflags -I$d"
+done
+IFS=$old_ifs
 examples=${4:-}
 cc=${CC:-cc}
 san=
@@ -51,7 +59,7 @@ for page in "$mandir"/*.[1-8]; do
 		sed -e 's/\\-/-/g' -e "s/\\\\(aq/'/g" -e 's/\\(dq/"/g' -e 's/\\&//g' \
 			-e 's/\\e/\\/g' "$src" >"$src.unescaped.c"
 		# shellcheck disable=SC2086
-		if ! $cc -Wall -Wextra -Werror $san -I"$incdir" "$src.unescaped.c" \
+		if ! $cc -Wall -Wextra -Werror $san $incflags "$src.unescaped.c" \
 			-o "$src.bin" -L"$libdir" -lfsnwatch 2>"$src.log"; then
 			echo "FAIL: an example program of $name does not build (${src##*/}):"
 			cat "$src.log"
