@@ -70,6 +70,8 @@ static const struct bench_option options[] = {
 	{ .flag = "tree-dirs", .arg = "D", .type = OPT_LONG, .off = F(tree_dirs), .min = 1,
 	  .max = 1 << 22, .preset = { "200", "10000", "10000", "10000" },
 	  .help = "directories of the tree, the root included" },
+	{ .flag = "tree-path", .arg = "DIR", .type = OPT_STR, .off = F(tree_path),
+	  .help = "a tree of your own to add and weigh too (only read)" },
 	{ 0 },
 };
 #undef F
@@ -78,7 +80,7 @@ static const char *const variants[] = {
 	"raw", "raw-warm", "floor", "floor-new", "lib", "lib-batch", "lib-idle",
 	"lib-batch-idle", "lib-nostats", "lib-fan", "bulk-raw", "bulk-lib", "bulk-lib-batch", "bulk-lib-reserve",
 	"mask-update", "path-lookup", "tree-raw", "tree-lib", "tree-inotifytools",
-	"tree-lib-fan", "timing-ab", NULL,
+	"tree-lib-fan", "tree-libuv", "timing-ab", NULL,
 };
 
 enum kind { K_RAW, K_FLOOR, K_FLOOR_NEW, K_LIB, K_LIB_BATCH };
@@ -987,6 +989,44 @@ static int churn_check(const struct bench_opts *o)
 	return -1;
 }
 
+/* The tree rows: add time, heap a directory, and the caller's tree (--tree-path). */
+static void churn_quick_tree(struct bench *b, struct quick *q)
+{
+	double it = quick_need(q, "tree-inotifytools", 1, "add");
+	double uv = quick_need(q, "tree-libuv", 1, "add");
+	double lib = quick_need(q, "tree-lib", 1, "add");
+	char fan[80] = "skipped", label[4200];
+
+	if (!bench_skipped(b, "churn", "tree-lib-fan"))
+		snprintf(fan, sizeof(fan), "%.3g ms, no walk, %.0f KiB of heap",
+			 quick_need(q, "tree-lib-fan", 1, "add"),
+			 quick_need(q, "tree-lib-fan", 1, "heap") * (double)opt.tree_dirs / 1024);
+	snprintf(label, sizeof(label), "tree add, %ld dirs", opt.tree_dirs);
+	quick_libuv(q, uv);
+	quick_row(q, label, "ms", quick_need(q, "tree-raw", 1, "add"), it, lib, NAN,
+		  "libinotifytools/lib %.2f (target >= 2), libuv/lib %.2f; target lib/raw <= 1.15; "
+		  "fanotify tree %s", it / lib, uv / lib, fan);
+	quick_libuv(q, quick_need(q, "tree-libuv", 1, "heap"));
+	quick_row(q, "  same, heap a directory", "bytes/dir", quick_need(q, "tree-raw", 1, "heap"),
+		  quick_need(q, "tree-inotifytools", 1, "heap"), quick_need(q, "tree-lib", 1, "heap"),
+		  NAN, "what each keeps for the tree (mallinfo2); raw: its wd->path array; "
+		  "libuv: a handle a directory");
+	if (!opt.tree_path)
+		return;
+	snprintf(label, sizeof(label), "  heap a directory, %s", opt.tree_path);
+	quick_libuv(q, quick_need(q, "tree-libuv", 1, "path.heap"));
+	quick_row(q, label, "bytes/dir", quick_need(q, "tree-raw", 1, "path.heap"),
+		  quick_need(q, "tree-inotifytools", 1, "path.heap"),
+		  quick_need(q, "tree-lib", 1, "path.heap"), NAN,
+		  "%.0f dirs; add: raw %.3g ms, libinotifytools %.3g (%.0f dirs), libuv %.3g, lib %.3g",
+		  quick_need(q, "tree-raw", 1, "path.dirs"),
+		  quick_need(q, "tree-raw", 1, "path.add"),
+		  quick_need(q, "tree-inotifytools", 1, "path.add"),
+		  quick_need(q, "tree-inotifytools", 1, "path.dirs"),
+		  quick_need(q, "tree-libuv", 1, "path.add"),
+		  quick_need(q, "tree-lib", 1, "path.add"));
+}
+
 static void churn_quick(struct bench *b, struct quick *q)
 {
 	static const char *const libs[] = { "lib", "lib-batch", "lib-idle" };
@@ -1045,19 +1085,7 @@ static void churn_quick(struct bench *b, struct quick *q)
 			  "raw col. = FSNW_OPEN_NO_STATS, interleaved; shared: off %.0f, on %.0f "
 			  "(%+.1f%%); target within 3%%", off, on, (on / off - 1) * 100);
 	}
-	{
-		double it = quick_need(q, "tree-inotifytools", 1, "add");
-		double lib = quick_need(q, "tree-lib", 1, "add");
-		char fan[48] = "skipped";
-
-		if (!bench_skipped(b, "churn", "tree-lib-fan"))
-			snprintf(fan, sizeof(fan), "%.3g ms, no walk",
-				 quick_need(q, "tree-lib-fan", 1, "add"));
-		snprintf(label, sizeof(label), "tree add, %ld dirs", opt.tree_dirs);
-		quick_row(q, label, "ms", quick_need(q, "tree-raw", 1, "add"), it, lib, NAN,
-			  "libinotifytools/lib %.2f (target >= 2); target lib/raw <= 1.15; "
-			  "fanotify tree %s", it / lib, fan);
-	}
+	churn_quick_tree(b, q);
 	quick_row(q, "mask-update (kernel control)", "ns/call",
 		  quick_need(q, "mask-update", 1, "update"), NAN, NAN, NAN,
 		  "one group, %ld re-adds of one watch, IN_MODIFY/IN_ATTRIB alternating; no "
@@ -1080,6 +1108,6 @@ BENCH_SCENARIO(churn) = {
 	.quick = churn_quick,
 	.quick_variants = "raw,floor,floor-new,lib,lib-batch,lib-idle,bulk-raw,bulk-lib,"
 			  "bulk-lib-batch,bulk-lib-reserve,mask-update,path-lookup,tree-raw,tree-lib,"
-			  "tree-inotifytools,tree-lib-fan,timing-ab",
+			  "tree-inotifytools,tree-lib-fan,tree-libuv,timing-ab",
 	.check = churn_check,
 };

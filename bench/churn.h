@@ -14,9 +14,12 @@ struct churn_opts {
 	long bulk;
 	long control_calls;
 	long tree_dirs;
+	const char *tree_path;
 };
 
 /* churn's controls (timing-ab, bulk, mask-update, path-lookup, tree add), run after it. */
 void churn_controls(struct bench *b, const struct churn_opts *o);
+/* The tree control (churntree.c): add time and heap a directory of each contender. */
+void churn_tree(struct bench *b, const struct churn_opts *o);
 
 #endif

@@ -293,6 +293,11 @@ int envrec_write(const char *path, const struct bench *b)
 #else
 	put(f, "libinotifytools", "no");
 #endif
+#ifdef HAVE_LIBUV
+	put(f, "libuv", "yes");
+#else
+	put(f, "libuv", "no");
+#endif
 	connector_probe(buf, sizeof(buf), verdict, sizeof(verdict));
 	put(f, "connector_probe", buf);
 	put(f, "connector_tracking", verdict);

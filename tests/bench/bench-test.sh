@@ -480,12 +480,36 @@ scenarios)
 quick)
 	tiny quick || exit 77
 	# Its rows: churn's library rows over their floor, the memory wall.
-	has "$(row '^scenario ')" lib/floor
-	awk -F'  +' '/^churn (distinct|shared) W=[0-9]+.* lib/ && $7 !~ /^[0-9.]+$/ { bad = 1 }
+	has "$(row '^scenario ')" libinotifytools libuv libfsnwatch lib/floor
+	# The tree's heap a directory, each contender's own, in bytes.
+	has "$(row '^  same, heap a directory ')" bytes/dir "wd->path array"
+	awk -F'  +' '/^churn (distinct|shared) W=[0-9]+.* lib/ && $8 !~ /^[0-9.]+$/ { bad = 1 }
 		END { exit bad }' "$tmp/out" || fail "a churn library row has no lib/floor"
 	has "$(row '^random DRAM load ')" ns/load "dependent pointer chase"
 	has "$(row '^merge queue, depth 1024 ')" ns/event
 	grep -q 'NOT FILLED' "$tmp/out" && fail "a row was not filled"
+	;;
+churn-tree)
+	# Every tree contender watches every directory of the generated tree and
+	# of the caller's (--tree-path): as many as the test made, and the heap
+	# each keeps is recorded for both (the caller's tree here is too small for
+	# its heap to show past what glibc's thread cache hands back: >= 0).
+	mkdir -p "$tmp/own/a/b" "$tmp/own/a/c" "$tmp/own/d" || fail "mkdir"
+	touch "$tmp/own/a/file" "$tmp/own/d/file"
+	run churn --size tiny --quiet --variants tree-raw,tree-lib,tree-inotifytools,tree-libuv \
+		--tree-path "$tmp/own" --csv "$tmp/t.csv" >/dev/null || fail "churn exited $?"
+	for v in tree-raw tree-lib tree-inotifytools tree-libuv; do
+		grep -q "^skip churn $v" "$tmp/err" && continue
+		awk -F, -v v="$v" '$2 == v && $6 == "dirs" && $7 != 200 { bad = 1 }
+			$2 == v && $6 == "path.dirs" && $7 != 5 { bad = 1 }
+			$2 == v && $6 == "heap" && $7 <= 0 { bad = 1 }
+			$2 == v && $6 == "path.heap" && $7 < 0 { bad = 1 }
+			$2 == v && $6 == "path.heap" { n++ }
+			END { exit bad || !n }' "$tmp/t.csv" ||
+			fail "$v: $(grep "^churn,$v," "$tmp/t.csv" | grep -e dirs -e heap)"
+	done
+	# The tree of the caller's is only read.
+	[ "$(find "$tmp/own" | wc -l)" -eq 7 ] || fail "--tree-path changed the tree"
 	;;
 churn | xattr | parent-write | openclose | addwatch-children | merge)
 	tiny "$case_" || exit 77
