@@ -487,6 +487,10 @@ quick)
 		END { exit bad }' "$tmp/out" || fail "a churn library row has no lib/floor"
 	has "$(row '^random DRAM load ')" ns/load "dependent pointer chase"
 	has "$(row '^merge queue, depth 1024 ')" ns/event
+	has "$(row '^add\+remove, 200 existing files ')" ns/pair "batch calls"
+	has "$(row '^add\+remove, 200 existing dirs ')" ns/pair
+	has "$(row '^duplicate add, path already watched ')" "hard link"
+	has "$(row '^remove of a watch not the last ')" "syscalls lib"
 	grep -q 'NOT FILLED' "$tmp/out" && fail "a row was not filled"
 	;;
 churn-tree)
@@ -510,6 +514,29 @@ churn-tree)
 	done
 	# The tree of the caller's is only read.
 	[ "$(find "$tmp/own" | wc -l)" -eq 7 ] || fail "--tree-path changed the tree"
+	;;
+watches)
+	# Every contender's rounds pass their checks (the bench's: every add and
+	# remove succeeded, one IN_IGNORED a removed watch, the second watches on
+	# their keepers' kernel watches); the syscall counts are exact (the
+	# library's churn: an add and a remove a pair, and the few reads of the
+	# IN_IGNOREDs).
+	run watches --size tiny --quiet --csv "$tmp/w.csv" >/dev/null || fail "watches exited $?"
+	for v in exist-raw exist-lib exist-lib-batch exist-inotifytools exist-libuv dup-raw \
+		dup-lib dup-libuv; do
+		grep -q "^skip watches $v" "$tmp/err" && continue
+		grep -q "^watches,$v," "$tmp/w.csv" || fail "no $v rows"
+	done
+	grep -q ',0$' "$tmp/w.csv" && fail "a round failed its checks"
+	ring=$(awk -F, '$2 == "dup-lib" && $6 == "ring" { print $7; exit }' "$tmp/w.csv")
+	awk -F, -v add=$((ring ? 1 : 2)) '
+		$2 == "exist-raw" && $6 ~ /syscalls$/ && $7 != 2 { bad = 1 }
+		$2 == "exist-lib" && $6 ~ /syscalls$/ && ($7 < 2 || $7 > 2.05) { bad = 1 }
+		$2 == "dup-raw" && $6 ~ /^add\..*syscalls$/ && $7 != 1 { bad = 1 }
+		$2 ~ /^dup-(raw|lib)$/ && $6 ~ /^remove\..*syscalls$/ && $7 != 0 { bad = 1 }
+		$2 == "dup-lib" && $6 ~ /^add\..*syscalls$/ { n++; if ($7 != add) bad = 1 }
+		END { exit bad || n != 4 }' "$tmp/w.csv" ||
+		fail "syscalls: $(grep syscalls "$tmp/w.csv" | cut -d, -f2,6,7 | sort -u)"
 	;;
 churn | xattr | parent-write | openclose | addwatch-children | merge)
 	tiny "$case_" || exit 77
