@@ -487,6 +487,9 @@ quick)
 		END { exit bad }' "$tmp/out" || fail "a churn library row has no lib/floor"
 	has "$(row '^random DRAM load ')" ns/load "dependent pointer chase"
 	has "$(row '^merge queue, depth 1024 ')" ns/event
+	has "$(row '^tree, live burst: CPU to consume ')" ms "CPU/lib inotify"
+	has "$(row '^  same, syscalls a wakeup ')" "events a wakeup"
+	has "$(row '^tree, reads of 100 events: user time ')" "less raw's read(2)"
 	has "$(row '^add\+remove, 200 existing files ')" ns/pair "batch calls"
 	has "$(row '^add\+remove, 200 existing dirs ')" ns/pair
 	has "$(row '^duplicate add, path already watched ')" "hard link"
@@ -537,6 +540,35 @@ watches)
 		$2 == "dup-lib" && $6 ~ /^add\..*syscalls$/ { n++; if ($7 != add) bad = 1 }
 		END { exit bad || n != 4 }' "$tmp/w.csv" ||
 		fail "syscalls: $(grep syscalls "$tmp/w.csv" | cut -d, -f2,6,7 | sort -u)"
+	;;
+live)
+	# The burst comes from a process other than the reader, every round from
+	# a fresh reader; every contender's rounds pass their checks (the
+	# sentinel came, the counts by kind are the burst's, the checked events
+	# named the right file in the right directory).
+	FSNW_BENCH_TRACE=$tmp/trace run live --size tiny --quiet --csv "$tmp/l.csv" >/dev/null ||
+		fail "live exited $?"
+	for v in live-raw live-lib live-lib-fan live-inotifytools live-libuv batch-raw batch-lib \
+		batch-lib-fan; do
+		grep -q "^skip live $v" "$tmp/err" && continue
+		grep -q "^live,$v," "$tmp/l.csv" || fail "no $v rows"
+	done
+	grep -q ',0$' "$tmp/l.csv" && fail "a round failed its checks"
+	grep '^live: live-' "$tmp/trace" >"$tmp/rounds"
+	[ -s "$tmp/rounds" ] || fail "no live rounds traced"
+	grep -q ': 50 dirs, 200 files; reader process [0-9]*, writer process [0-9]*: 100 groups of 4 operations, then the sentinel$' \
+		"$tmp/rounds" || fail "not the burst: $(head -n 1 "$tmp/rounds")"
+	awk '{ for (i = 1; i <= NF; i++) { if ($i == "process") p[++n] = $(i + 1) }
+		if (p[n - 1] == p[n]) bad = 1 } END { exit bad }' "$tmp/rounds" ||
+		fail "the writer is the reader's process"
+	[ "$(sed 's/.*reader process \([0-9]*\),.*/\1/' "$tmp/rounds" | sort -u | wc -l)" -eq \
+		"$(wc -l <"$tmp/rounds")" ] || fail "two rounds in one reader process"
+	# Raw: one poll and one read a wakeup; one read a batch; per-round ratios.
+	awk -F, '$2 == "live-raw" && $6 == "syscalls/wakeup" && $7 != 2 { bad = 1 }
+		$2 == "batch-raw" && $6 == "syscalls" && $7 != 1 { bad = 1 }
+		$2 == "live-raw" && $6 == "cpu/lib" { n++ }
+		END { exit bad || !n }' "$tmp/l.csv" ||
+		fail "raw: $(grep -e 'live-raw.*syscalls' -e 'batch-raw.*syscalls' "$tmp/l.csv")"
 	;;
 churn | xattr | parent-write | openclose | addwatch-children | merge)
 	tiny "$case_" || exit 77
