@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* churn (seed 000) and its controls, which live in churnctl.c. */
+/* churn (after 94bd01253c3d) and its controls, which live in churnctl.c. */
 #ifndef FSNW_BENCH_CHURN_H
 #define FSNW_BENCH_CHURN_H
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * churn's controls, set up as seed 000's reproducer sets them up:
+ * churn's controls, set up as the 94bd01253c3d report's reproducer sets them up:
  *  - bulk: one group, B fresh directories watched for IN_CREATE | IN_DELETE |
  *    IN_MOVED_FROM | IN_MOVED_TO by one thread, added then removed, every wd
  *    unique; raw against the library's single and batch calls (the 1:1
@@ -9,8 +9,8 @@
  *    alternating IN_MODIFY and IN_ATTRIB without IN_MASK_ADD, each returning
  *    the same wd; one thread (a kernel control: no connector work);
  *  - path-lookup: open(O_PATH) + close of one fresh file N times after 16
- *    warm-ups (the seed's negative control: no fsnotify at all);
- *    both, like churn's rounds, a process per round, as the seed runs them;
+ *    warm-ups (the reproducer's negative control: no fsnotify at all);
+ *    both, like churn's rounds, a process per round, as the reproducer runs them;
  *  - tree: a watch on every directory of a tree (churntree.c);
  *  - timing-ab: the cost of the library's latency timing, A/B interleaved.
  */
@@ -41,7 +41,7 @@ static int fresh_dir(struct bench *b, const char *name, char *path, size_t len)
 	return bench_mkdir(b, n, path, len);
 }
 
-/* B directories dir/d0.. made and stat'ed once (warm dentries, as the seed). */
+/* B directories dir/d0.. made and stat'ed once (warm dentries, as the reproducer). */
 static char **make_dirs(struct bench *b, const char *dir, int B)
 {
 	char **dirs = calloc((size_t)B, sizeof(char *));
@@ -75,7 +75,7 @@ static int by_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Whether the n ids are all different (the seed checks its wds so). */
+/* Whether the n ids are all different (the reproducer checks its wds so). */
 static bool all_unique(const int *ids, int n)
 {
 	int *c = malloc((size_t)n * sizeof(*c));
@@ -229,7 +229,7 @@ static void bulk_child(struct bench *b, void *argp, void *outp)
 	 * Every removed watch leaves an IN_IGNORED the program must read some
 	 * time. The library reads its own in batches (during the removes once
 	 * enough wait); raw leaves them all to this drain. add+remove is the
-	 * issue's 1:1 metric, add+remove+drain puts both on the same footing.
+	 * 1:1 metric, add+remove+drain puts both on the same footing.
 	 */
 	if (raw) {
 		struct raw_drained d;
@@ -369,7 +369,7 @@ static void mask_update_child(struct bench *b, void *arg, void *out)
 	}
 	fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	wd = fd < 0 ? -1 : inotify_add_watch(fd, path, IN_ATTRIB);
-	/* The seed's two warm-up updates, which must keep the wd too. */
+	/* The reproducer's two warm-up updates, which must keep the wd too. */
 	if (wd < 0 || inotify_add_watch(fd, path, IN_MODIFY) != wd ||
 	    inotify_add_watch(fd, path, IN_ATTRIB) != wd) {
 		bench_fail(b, name, 1, a->m, "set-up: %s", wd < 0 ? strerror(errno) :
@@ -438,7 +438,7 @@ out:
 	rmdir(dir);
 }
 
-/* One round of a single-thread control in a fresh process, as the seed runs it. */
+/* One round of a single-thread control in a fresh process, as the reproducer runs it. */
 static void control_round(struct bench *b, const char *name, const char *metric,
 			  void (*fn)(struct bench *, void *, void *), long N, int m)
 {

@@ -27,7 +27,7 @@ enum size_preset {
 	SIZE_TINY,    /* for the test suite: every check, a fraction of a second */
 	SIZE_SMALL,   /* what quick uses */
 	SIZE_DEFAULT, /* seconds per scenario on a 2-core machine */
-	SIZE_SEED,    /* the sizes of the seed experiments */
+	SIZE_SEED,    /* the sizes of the published experiments */
 	NSIZES,
 };
 

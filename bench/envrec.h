@@ -28,7 +28,7 @@ void envrec_free(struct envrec *e);
 
 /* Name of a filesystem magic number (statfs f_type), or "unknown". */
 const char *fs_magic_name(unsigned long magic);
-/* What the slab caches say about fsnotify connector tracking (seed 000). */
+/* What the slab caches say about fsnotify connector tracking (94bd01253c3d). */
 void connector_probe(char *buf, size_t len, char *verdict, size_t vlen);
 
 #endif
