@@ -78,6 +78,7 @@ struct bench_opts {
 	const char *variants;  /* comma list; NULL: all */
 	bool quiet;            /* no progress on stderr */
 	bool verbose;          /* quick: the per-scenario tables too */
+	bool markdown;         /* quick: the summary as a Markdown table */
 
 	int nargs;             /* positional arguments (report: the runs) */
 	char **args;

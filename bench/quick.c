@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "bench.h"
+#include "commit.h"
+#include "envrec.h"
 #include "quick.h"
 #include "table.h"
 
@@ -94,6 +96,18 @@ void quick_row(struct quick *q, const char *label, const char *unit, double raw,
 	q->libuv = NAN;
 }
 
+/* The caption of the Markdown table: the machine and the commit it came from. */
+static void quick_caption(struct bench *b, double seconds)
+{
+	char cpu[128];
+
+	cpu_model(cpu, sizeof(cpu));
+	printf("\n*fsnw-bench quick on Linux %s, %d CPUs (%s), fsnw-bench %s built from %s; "
+	       "one run of %.0f s, medians; ratio = libfsnwatch / raw, below 1 is faster; "
+	       "lib/floor: churn's libfsnwatch over the floor that bounds it.*\n\n", b->kernel,
+	       b->ncpu, cpu, FSNW_BENCH_VERSION, FSNW_BENCH_COMMIT, seconds);
+}
+
 static int quick_run(struct bench *b)
 {
 	const char *heads[] = { "scenario", "unit", "raw", "libinotifytools", "libuv",
@@ -126,10 +140,16 @@ static int quick_run(struct bench *b)
 		q.scenario = all[i]->name;
 		all[i]->quick(b, &q);
 	}
-	printf("\nfsnw-bench quick: one run on %s, %d CPUs, %.0f s (medians; ratio = libfsnwatch "
-	       "/ raw, below 1 is faster; lib/floor: churn's libfsnwatch over the floor that "
-	       "bounds it, same W)\n", b->kernel, b->ncpu, (double)(now_ns() - t0) / 1e9);
-	table_print(&q.t, stdout);
+	if (b->o->markdown) {
+		quick_caption(b, (double)(now_ns() - t0) / 1e9);
+		table_print_markdown(&q.t, stdout);
+	} else {
+		printf("\nfsnw-bench quick: one run on %s, %d CPUs, %.0f s (medians; ratio = "
+		       "libfsnwatch / raw, below 1 is faster; lib/floor: churn's libfsnwatch over "
+		       "the floor that bounds it, same W)\n", b->kernel, b->ncpu,
+		       (double)(now_ns() - t0) / 1e9);
+		table_print(&q.t, stdout);
+	}
 	table_free(&q.t);
 	for (size_t i = 0; i < b->nskips; i++)
 		printf("skipped %s %s: %s\n", b->skips[i].scenario, b->skips[i].variant,

@@ -496,6 +496,17 @@ quick)
 	has "$(row '^remove of a watch not the last ')" "syscalls lib"
 	grep -q 'NOT FILLED' "$tmp/out" && fail "a row was not filled"
 	;;
+quick-markdown)
+	# --markdown: a caption that names the machine and the commit, then a
+	# table whose every row has the header's columns.
+	run quick --size tiny --quiet --markdown >/dev/null || fail "quick --markdown exited $?"
+	has "$(grep -m 1 '^\*fsnw-bench quick on Linux ' "$tmp/out")" "$(uname -r)" CPUs "built from"
+	has "$(grep -m 1 '^| scenario |' "$tmp/out")" "| libuv |" "| lib/floor |" "| notes |"
+	grep -q '^| --- | --- | ---: |' "$tmp/out" || fail "no alignment row"
+	sed 's/\\|//g' "$tmp/out" | awk -F'|' '/^\|/ { n++; if (NF != 11) bad = 1 }
+		END { exit bad || n < 20 }' || fail "a row with other columns than the header's"
+	grep -q '^| &emsp;same, heap a directory |' "$tmp/out" || fail "an indented row lost its indent"
+	;;
 churn-tree)
 	# Every tree contender watches every directory of the generated tree and
 	# of the caller's (--tree-path): as many as the test made, and the heap
