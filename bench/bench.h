@@ -7,6 +7,7 @@
 #ifndef FSNW_BENCH_BENCH_H
 #define FSNW_BENCH_BENCH_H
 
+#include <malloc.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -79,6 +80,19 @@ static inline long thread_faults(void)
 	if (getrusage(RUSAGE_THREAD, &ru) < 0)
 		return 0;
 	return ru.ru_minflt + ru.ru_majflt;
+}
+
+/* Bytes of heap that malloc has handed out and not had back, every arena and
+ * the chunks it mmap'd included: what a contender keeps for its watches
+ * shows as the change across the calls that made them. Chunks glibc's
+ * per-thread cache holds count as in use, so the few it hands out again
+ * (at most 7 of each size) are not seen: a few KiB at most, noise over
+ * thousands of watches, not over five. */
+static inline double heap_in_use(void)
+{
+	struct mallinfo2 m = mallinfo2();
+
+	return (double)(m.uordblks + m.hblkhd);
 }
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * addwatch-children (seed 002's first table, scaled): a directory with C
+ * addwatch-children (the parent-watch thread's first table, scaled): a directory with C
  * cached child dentries while W workers unlink and recreate files in it;
  * measure adding a sole watch for child events on the directory, and taking
  * it away again, `cycles` times a round. raw: inotify_init1 + add + close;
@@ -228,7 +228,7 @@ static void children_quick(struct bench *b, struct quick *q)
 BENCH_SCENARIO(children) = {
 	.name = "addwatch-children",
 	.order = 40,
-	.summary = "inotify_add_watch on a directory with many children (seed 002)",
+	.summary = "inotify_add_watch on a directory with many children (parent-watch thread)",
 	.flags = SCEN_MEASURES | SCEN_ROUNDS,
 	.run = children_run,
 	.variants = variants,

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * churn (seed 000): G (watcher, file) pairs, W workers each owning a slice.
- * As in the seed's reproducer, every round (and topology) is a process of
+ * churn (the report of a slowdown after 94bd01253c3d, "fsnotify: Track inode
+ * connectors for a superblock"): G (watcher, file) pairs, W workers each owning a slice.
+ * As in the report's reproducer, every round (and topology) is a process of
  * its own that builds a fresh fixture (files or links, groups, keeper:
  * churnfix.h); its W pinned workers meet at one barrier of their own (the
  * thread that started them is not in it), each times adding one IN_ATTRIB
@@ -23,7 +24,7 @@
  *
  * Variants: raw (G inotify groups); raw-warm (the same in one process, with
  * the fixture, groups and keeper kept across the rounds of a pass: the
- * method before issue 15, whose removes come out cheaper); the library
+ * method before the bench followed the reproducer, whose removes come out cheaper); the library
  * (one handle serving G logical watchers: single calls, batch calls, idle
  * cache, timing off, fanotify backend), and the floor any correct library
  * pays, measured
@@ -55,7 +56,7 @@ static const struct bench_option options[] = {
 	{ .flag = "groups", .arg = "G", .type = OPT_LONG, .off = F(groups), .min = 1,
 	  .max = 65536, .preset = { "8", "32", "32", "96" },
 	  .help = "(watcher, file) pairs and inotify groups" },
-	/* One worker per CPU, as the seed: more only when asked (quick asks). */
+	/* One worker per CPU, as the reproducer: more only when asked (quick asks). */
 	{ .flag = "workers", .arg = "LIST", .type = OPT_LIST, .off = F(workers), .min = 1,
 	  .max = 1024, .preset = { "1..cpus", "1,2,4,8", "1..cpus", "cpus" },
 	  .help = "worker counts" },
@@ -70,6 +71,8 @@ static const struct bench_option options[] = {
 	{ .flag = "tree-dirs", .arg = "D", .type = OPT_LONG, .off = F(tree_dirs), .min = 1,
 	  .max = 1 << 22, .preset = { "200", "10000", "10000", "10000" },
 	  .help = "directories of the tree, the root included" },
+	{ .flag = "tree-path", .arg = "DIR", .type = OPT_STR, .off = F(tree_path),
+	  .help = "a tree of your own to add and weigh too (only read)" },
 	{ 0 },
 };
 #undef F
@@ -78,7 +81,7 @@ static const char *const variants[] = {
 	"raw", "raw-warm", "floor", "floor-new", "lib", "lib-batch", "lib-idle",
 	"lib-batch-idle", "lib-nostats", "lib-fan", "bulk-raw", "bulk-lib", "bulk-lib-batch", "bulk-lib-reserve",
 	"mask-update", "path-lookup", "tree-raw", "tree-lib", "tree-inotifytools",
-	"tree-lib-fan", "timing-ab", NULL,
+	"tree-lib-fan", "tree-libuv", "timing-ab", NULL,
 };
 
 enum kind { K_RAW, K_FLOOR, K_FLOOR_NEW, K_LIB, K_LIB_BATCH };
@@ -173,7 +176,7 @@ static void churn_worker(struct team *t, int idx)
 	if (r->v->kind == K_LIB || r->v->kind == K_LIB_BATCH)
 		lib_first_call(t, r, idx);
 	/* One barrier of the workers only, waited before, between and after the
-	 * two timed phases (the seed reproducer's topology_worker). */
+	 * two timed phases (the reproducer's topology_worker). */
 	team_sync_peers(t);
 	r->faults[idx] = -thread_faults();
 	t0 = now_ns();
@@ -285,7 +288,7 @@ static bool check_raw(struct bench *b, const struct cvariant *v, struct cstate *
 			over += d.overflows;
 		}
 		/* A fresh keeper goes with its round: its removal leaves exactly
-		 * one IN_IGNORED, as in the seed (a warm one stays). */
+		 * one IN_IGNORED, as in the reproducer (a warm one stays). */
 		if (s->topo == SHARED && !v->warm) {
 			if (inotify_rm_watch(s->keeper, s->keeper_wd) < 0)
 				other++;
@@ -686,7 +689,7 @@ struct round_out {
 };
 
 /*
- * One topology of one round in a process of its own, as the seed's
+ * One topology of one round in a process of its own, as the report's
  * reproducer runs each: fresh fixture, groups or handle, workers, checks,
  * teardown, exit. On a busy machine a long-lived process measures distinct
  * removes up to half as expensive as fresh processes do, even with a fresh
@@ -711,7 +714,7 @@ static void round_child(struct bench *b, void *arg, void *out)
 	state_free(&st);
 }
 
-/* One pass of the seed's method: every topology of every round is a fresh
+/* One pass of the reproducer's method: every topology of every round is a fresh
  * process with its own fixture (their order alternates from round to round). */
 static void run_fresh(struct bench *b, const struct cvariant *v, int G, int W, int warmup,
 		      int rounds, int first)
@@ -900,7 +903,7 @@ static void churn_charts(struct bench *b)
 	}
 }
 
-/* Say where each worker count runs: "one per CPU" is the seed's shape. */
+/* Say where each worker count runs: "one per CPU" is the reproducer's shape. */
 static void churn_placement(struct bench *b)
 {
 	char where[256];
@@ -965,7 +968,7 @@ static int churn_run(struct bench *b)
 }
 
 /*
- * The seed's reproducer refuses a CPU list that does not hold one CPU per
+ * The report's reproducer refuses a CPU list that does not hold one CPU per
  * worker. So does churn, unless --oversubscribe asks for workers to share
  * the CPUs listed (round robin; every such row says so). Fewer workers than
  * CPUs take the first ones of the list, which the output names.
@@ -981,10 +984,48 @@ static int churn_check(const struct bench_opts *o)
 	if (most <= cpus)
 		return 0;
 	fprintf(stderr, "fsnw-bench: churn: %ld workers need %ld CPUs in --cpus, one per worker "
-		"as in seed 000; it lists %ld. List more CPUs, lower --workers, or add "
+		"as the 94bd01253c3d report's reproducer does; it lists %ld. List more CPUs, lower --workers, or add "
 		"--oversubscribe to pin them round robin (labelled oversubscribed).\n", most, most,
 		cpus);
 	return -1;
+}
+
+/* The tree rows: add time, heap a directory, and the caller's tree (--tree-path). */
+static void churn_quick_tree(struct bench *b, struct quick *q)
+{
+	double it = quick_need(q, "tree-inotifytools", 1, "add");
+	double uv = quick_need(q, "tree-libuv", 1, "add");
+	double lib = quick_need(q, "tree-lib", 1, "add");
+	char fan[80] = "skipped", label[4200];
+
+	if (!bench_skipped(b, "churn", "tree-lib-fan"))
+		snprintf(fan, sizeof(fan), "%.3g ms, no walk, %.0f KiB of heap",
+			 quick_need(q, "tree-lib-fan", 1, "add"),
+			 quick_need(q, "tree-lib-fan", 1, "heap") * (double)opt.tree_dirs / 1024);
+	snprintf(label, sizeof(label), "tree add, %ld dirs", opt.tree_dirs);
+	quick_libuv(q, uv);
+	quick_row(q, label, "ms", quick_need(q, "tree-raw", 1, "add"), it, lib, NAN,
+		  "libinotifytools/lib %.2f (target >= 2), libuv/lib %.2f; target lib/raw <= 1.15; "
+		  "fanotify tree %s", it / lib, uv / lib, fan);
+	quick_libuv(q, quick_need(q, "tree-libuv", 1, "heap"));
+	quick_row(q, "  same, heap a directory", "bytes/dir", quick_need(q, "tree-raw", 1, "heap"),
+		  quick_need(q, "tree-inotifytools", 1, "heap"), quick_need(q, "tree-lib", 1, "heap"),
+		  NAN, "what each keeps for the tree (mallinfo2); raw: its wd->path array; "
+		  "libuv: a handle a directory");
+	if (!opt.tree_path)
+		return;
+	snprintf(label, sizeof(label), "  heap a directory, %s", opt.tree_path);
+	quick_libuv(q, quick_need(q, "tree-libuv", 1, "path.heap"));
+	quick_row(q, label, "bytes/dir", quick_need(q, "tree-raw", 1, "path.heap"),
+		  quick_need(q, "tree-inotifytools", 1, "path.heap"),
+		  quick_need(q, "tree-lib", 1, "path.heap"), NAN,
+		  "%.0f dirs; add: raw %.3g ms, libinotifytools %.3g (%.0f dirs), libuv %.3g, lib %.3g",
+		  quick_need(q, "tree-raw", 1, "path.dirs"),
+		  quick_need(q, "tree-raw", 1, "path.add"),
+		  quick_need(q, "tree-inotifytools", 1, "path.add"),
+		  quick_need(q, "tree-inotifytools", 1, "path.dirs"),
+		  quick_need(q, "tree-libuv", 1, "path.add"),
+		  quick_need(q, "tree-lib", 1, "path.add"));
 }
 
 static void churn_quick(struct bench *b, struct quick *q)
@@ -996,7 +1037,7 @@ static void churn_quick(struct bench *b, struct quick *q)
 	quick_row(q, "churn 1:1 add+remove, 1 thread", "ns/watch",
 		  quick_need(q, "bulk-raw", 1, "add+remove"), NAN,
 		  quick_need(q, "bulk-lib", 1, "add+remove"), NAN,
-		  "%ld fresh dirs, one group, the seed's mask; batch calls %.0f; after "
+		  "%ld fresh dirs, one group, the reproducer's mask; batch calls %.0f; after "
 		  "fsnw_reserve %.0f; target ratio <= 1.10; page faults per 1024 watches raw "
 		  "%.0f, lib %.0f (heap %.0f B a watch), after fsnw_reserve %.0f", opt.bulk,
 		  quick_need(q, "bulk-lib-batch", 1, "add+remove"),
@@ -1045,33 +1086,21 @@ static void churn_quick(struct bench *b, struct quick *q)
 			  "raw col. = FSNW_OPEN_NO_STATS, interleaved; shared: off %.0f, on %.0f "
 			  "(%+.1f%%); target within 3%%", off, on, (on / off - 1) * 100);
 	}
-	{
-		double it = quick_need(q, "tree-inotifytools", 1, "add");
-		double lib = quick_need(q, "tree-lib", 1, "add");
-		char fan[48] = "skipped";
-
-		if (!bench_skipped(b, "churn", "tree-lib-fan"))
-			snprintf(fan, sizeof(fan), "%.3g ms, no walk",
-				 quick_need(q, "tree-lib-fan", 1, "add"));
-		snprintf(label, sizeof(label), "tree add, %ld dirs", opt.tree_dirs);
-		quick_row(q, label, "ms", quick_need(q, "tree-raw", 1, "add"), it, lib, NAN,
-			  "libinotifytools/lib %.2f (target >= 2); target lib/raw <= 1.15; "
-			  "fanotify tree %s", it / lib, fan);
-	}
+	churn_quick_tree(b, q);
 	quick_row(q, "mask-update (kernel control)", "ns/call",
 		  quick_need(q, "mask-update", 1, "update"), NAN, NAN, NAN,
 		  "one group, %ld re-adds of one watch, IN_MODIFY/IN_ATTRIB alternating; no "
 		  "library equivalent", opt.control_calls);
 	quick_row(q, "path-lookup (kernel control)", "ns/call",
 		  quick_need(q, "path-lookup", 1, "lookup"), NAN, NAN, NAN,
-		  "open(O_PATH) + close, %ld calls after 16 warm-ups (seed 000: 595 ns on bare "
+		  "open(O_PATH) + close, %ld calls after 16 warm-ups (the 94bd01253c3d report: 595 ns on bare "
 		  "metal)", opt.control_calls);
 }
 
 BENCH_SCENARIO(churn) = {
 	.name = "churn",
 	.order = 0,
-	.summary = "watch add/remove churn (seed 000), bulk, mask-update, path-lookup, tree add",
+	.summary = "watch add/remove churn (after 94bd01253c3d), bulk, mask-update, path-lookup, tree add",
 	.flags = SCEN_MEASURES | SCEN_ROUNDS | SCEN_CHARTS,
 	.run = churn_run,
 	.variants = variants,
@@ -1080,6 +1109,6 @@ BENCH_SCENARIO(churn) = {
 	.quick = churn_quick,
 	.quick_variants = "raw,floor,floor-new,lib,lib-batch,lib-idle,bulk-raw,bulk-lib,"
 			  "bulk-lib-batch,bulk-lib-reserve,mask-update,path-lookup,tree-raw,tree-lib,"
-			  "tree-inotifytools,tree-lib-fan,timing-ab",
+			  "tree-inotifytools,tree-lib-fan,tree-libuv,timing-ab",
 	.check = churn_check,
 };

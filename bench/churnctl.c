@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * churn's controls, set up as seed 000's reproducer sets them up:
+ * churn's controls, set up as the 94bd01253c3d report's reproducer sets them up:
  *  - bulk: one group, B fresh directories watched for IN_CREATE | IN_DELETE |
  *    IN_MOVED_FROM | IN_MOVED_TO by one thread, added then removed, every wd
  *    unique; raw against the library's single and batch calls (the 1:1
@@ -9,14 +9,11 @@
  *    alternating IN_MODIFY and IN_ATTRIB without IN_MASK_ADD, each returning
  *    the same wd; one thread (a kernel control: no connector work);
  *  - path-lookup: open(O_PATH) + close of one fresh file N times after 16
- *    warm-ups (the seed's negative control: no fsnotify at all);
- *    both, like churn's rounds, a process per round, as the seed runs them;
- *  - tree: adding a watch on every directory of a tree of D directories:
- *    a raw walk + inotify_add_watch, the library's FSNW_WATCH_TREE (inotify
- *    and fanotify), and libinotifytools' inotifytools_watch_recursively;
+ *    warm-ups (the reproducer's negative control: no fsnotify at all);
+ *    both, like churn's rounds, a process per round, as the reproducer runs them;
+ *  - tree: a watch on every directory of a tree (churntree.c);
  *  - timing-ab: the cost of the library's latency timing, A/B interleaved.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -30,12 +27,7 @@
 #include "bench.h"
 #include "churn.h"
 #include "evio.h"
-#include "itools.h"
 #include "table.h"
-
-#define TREE_MASK (FSNW_CREATE | FSNW_DELETE | FSNW_MOVED_FROM | FSNW_MOVED_TO | FSNW_MODIFY | \
-		   FSNW_CLOSE_WRITE)
-#define TREE_FANOUT 10
 
 /* ---- fresh directories and files for one round ---- */
 
@@ -49,7 +41,7 @@ static int fresh_dir(struct bench *b, const char *name, char *path, size_t len)
 	return bench_mkdir(b, n, path, len);
 }
 
-/* B directories dir/d0.. made and stat'ed once (warm dentries, as the seed). */
+/* B directories dir/d0.. made and stat'ed once (warm dentries, as the reproducer). */
 static char **make_dirs(struct bench *b, const char *dir, int B)
 {
 	char **dirs = calloc((size_t)B, sizeof(char *));
@@ -83,7 +75,7 @@ static int by_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Whether the n ids are all different (the seed checks its wds so). */
+/* Whether the n ids are all different (the reproducer checks its wds so). */
 static bool all_unique(const int *ids, int n)
 {
 	int *c = malloc((size_t)n * sizeof(*c));
@@ -237,7 +229,7 @@ static void bulk_child(struct bench *b, void *argp, void *outp)
 	 * Every removed watch leaves an IN_IGNORED the program must read some
 	 * time. The library reads its own in batches (during the removes once
 	 * enough wait); raw leaves them all to this drain. add+remove is the
-	 * issue's 1:1 metric, add+remove+drain puts both on the same footing.
+	 * 1:1 metric, add+remove+drain puts both on the same footing.
 	 */
 	if (raw) {
 		struct raw_drained d;
@@ -377,7 +369,7 @@ static void mask_update_child(struct bench *b, void *arg, void *out)
 	}
 	fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	wd = fd < 0 ? -1 : inotify_add_watch(fd, path, IN_ATTRIB);
-	/* The seed's two warm-up updates, which must keep the wd too. */
+	/* The reproducer's two warm-up updates, which must keep the wd too. */
 	if (wd < 0 || inotify_add_watch(fd, path, IN_MODIFY) != wd ||
 	    inotify_add_watch(fd, path, IN_ATTRIB) != wd) {
 		bench_fail(b, name, 1, a->m, "set-up: %s", wd < 0 ? strerror(errno) :
@@ -446,7 +438,7 @@ out:
 	rmdir(dir);
 }
 
-/* One round of a single-thread control in a fresh process, as the seed runs it. */
+/* One round of a single-thread control in a fresh process, as the reproducer runs it. */
 static void control_round(struct bench *b, const char *name, const char *metric,
 			  void (*fn)(struct bench *, void *, void *), long N, int m)
 {
@@ -477,227 +469,6 @@ static void run_single_controls(struct bench *b, long N)
 			control_round(b, "path-lookup", "lookup", path_lookup_child, N,
 				      r - warmup + 1);
 	}
-}
-
-/* ---- tree add ---- */
-
-/* Make a tree of n directories (the root included), breadth first, fanout 10. */
-static int make_tree(struct bench *b, const char *root, long n)
-{
-	char **q = calloc((size_t)n, sizeof(char *));
-	long head = 0, tail = 0, made = 1;
-	int err = 0;
-
-	if (!q)
-		return -ENOMEM;
-	q[tail++] = strdup(root);
-	while (head < tail && made < n && !err) {
-		const char *dir = q[head++];
-
-		for (int c = 0; c < TREE_FANOUT && made < n; c++, made++) {
-			char *p;
-
-			if (asprintf(&p, "%s/d%d", dir, c) < 0) {
-				err = -ENOMEM;
-				break;
-			}
-			if (mkdir(p, 0700) < 0) {
-				err = -errno;
-				free(p);
-				break;
-			}
-			q[tail++] = p;
-		}
-		if (!(made & 1023))
-			bench_progress(b, "making the tree: %ld/%ld directories", made, n);
-	}
-	for (long i = 0; i < tail; i++)
-		free(q[i]);
-	free(q);
-	return err;
-}
-
-struct walk {
-	int ifd;
-	uint32_t mask;
-	long watches;
-	long syscalls;
-	int err;
-	char path[4096];
-};
-
-/*
- * What a careful program does without a library: openat + getdents (via
- * readdir) per directory, d_type to spot directories, one inotify_add_watch
- * per directory with its full path. No chdir, no stat per entry.
- */
-static void walk_add(struct walk *wk, int fd0, size_t len)
-{
-	DIR *d;
-	struct dirent *de;
-
-	wk->syscalls++;
-	if (inotify_add_watch(wk->ifd, wk->path, wk->mask | IN_ONLYDIR | IN_DONT_FOLLOW) < 0) {
-		if (!wk->err)
-			wk->err = errno;
-		close(fd0);
-		return;
-	}
-	wk->watches++;
-	d = fdopendir(fd0);
-	if (!d) {
-		close(fd0);
-		return;
-	}
-	while ((de = readdir(d))) {
-		bool isdir = de->d_type == DT_DIR;
-		size_t nl = strlen(de->d_name);
-		int fd;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (de->d_type == DT_UNKNOWN) {
-			struct stat st;
-
-			wk->syscalls++;
-			isdir = fstatat(fd0, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-				S_ISDIR(st.st_mode);
-		}
-		if (!isdir || len + 1 + nl >= sizeof(wk->path))
-			continue;
-		wk->syscalls++;
-		fd = openat(fd0, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0)
-			continue; /* vanished */
-		wk->path[len] = '/';
-		memcpy(wk->path + len + 1, de->d_name, nl + 1);
-		walk_add(wk, fd, len + 1 + nl);
-		wk->path[len] = '\0';
-	}
-	wk->syscalls += 2; /* getdents64 until empty (at least), close */
-	closedir(d);
-}
-
-static void tree_round(struct bench *b, const char *variant, const char *root, long D, int m)
-{
-	struct fsnw_stats st;
-	struct fsnw *w = NULL;
-	long watches = -1;
-	double sys = NAN;
-	uint64_t t0, t1;
-	int err = 0;
-	bool ok;
-
-	if (!strcmp(variant, "tree-raw")) {
-		struct walk *wk = calloc(1, sizeof(*wk));
-		int fd;
-
-		if (!wk)
-			bench_fatal(b, "out of memory");
-		wk->mask = TREE_MASK;
-		snprintf(wk->path, sizeof(wk->path), "%s", root);
-		wk->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-		if (wk->ifd < 0) {
-			bench_fail(b, variant, 1, m, "inotify_init1: %s", strerror(errno));
-			free(wk);
-			return;
-		}
-		t0 = now_ns();
-		fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd >= 0)
-			walk_add(wk, fd, strlen(wk->path));
-		else
-			wk->err = errno;
-		t1 = now_ns();
-		watches = wk->watches;
-		err = wk->err;
-		sys = (double)(wk->syscalls + 1) / D;
-		close(wk->ifd);
-		free(wk);
-	} else if (!strcmp(variant, "tree-inotifytools")) {
-		err = -itools_init();
-		if (err) {
-			bench_fail(b, variant, 1, m, "inotifytools_initialize: %s", strerror(err));
-			return;
-		}
-		t0 = now_ns();
-		err = -itools_watch_tree(root, TREE_MASK);
-		t1 = now_ns();
-		watches = itools_num_watches();
-		itools_cleanup();
-	} else {
-		uint32_t be = strcmp(variant, "tree-lib-fan") ? FSNW_BACKEND_INOTIFY :
-							       FSNW_BACKEND_FANOTIFY;
-		int wid;
-
-		err = -lib_open(&w, be, 0, 0, 0);
-		if (err) {
-			if (be == FSNW_BACKEND_FANOTIFY)
-				bench_skip(b, variant, "the library's fanotify backend is unavailable "
-					   "(fsnw_open: %s)", strerror(err));
-			else
-				bench_fail(b, variant, 1, m, "fsnw_open: %s", strerror(err));
-			return;
-		}
-		t0 = now_ns();
-		wid = fsnw_add(w, root, TREE_MASK, FSNW_WATCH_TREE);
-		t1 = now_ns();
-		err = wid < 0 ? -wid : 0;
-		lib_stats(w, &st);
-		watches = (long)st.kernel_watches;
-		sys = (double)lib_syscalls(&st) / D;
-		fsnw_close(w);
-	}
-	/* A fanotify tree reads nothing below its root: one kernel watch. */
-	ok = !err && (watches == D || (!strcmp(variant, "tree-lib-fan") && watches == 1));
-	if (!ok)
-		bench_fail(b, variant, 1, m, "%ld watches for %ld directories (%s)", watches, D,
-			   err ? strerror(err) : "no error");
-	if (m > 0) {
-		bench_record(b, variant, 1, m, "add", (double)(t1 - t0) / 1e6, "ms", ok);
-		bench_record(b, variant, 1, m, "per-dir", (double)(t1 - t0) / D, "ns/dir", ok);
-		if (!isnan(sys))
-			bench_record(b, variant, 1, m, "syscalls", sys, "syscalls/dir", ok);
-	}
-}
-
-static void run_tree(struct bench *b, long D)
-{
-	static const char *const names[] = { "tree-raw", "tree-lib", "tree-inotifytools",
-					     "tree-lib-fan" };
-	char root[4096], why[256];
-	int warmup, rounds, err;
-	bool any = false;
-
-	for (int v = 0; v < 4; v++)
-		any |= cli_variant_on(b->o, names[v]);
-	if (!any)
-		return;
-	err = bench_mkdir(b, "churn-tree", root, sizeof(root));
-	if (!err)
-		err = make_tree(b, root, D);
-	if (err) {
-		bench_fail(b, "tree-raw", 1, 0, "making a tree of %ld directories: %s", D,
-			   strerror(-err));
-		return;
-	}
-	bench_rounds(b, bench_pick(b, 0, 1, 1, 1), (int)bench_pick(b, 2, 5, 5, 5), &warmup,
-		     &rounds);
-	if (cli_variant_on(b->o, names[2]) && !itools_available(why, sizeof(why)))
-		bench_skip(b, names[2], "%s", why);
-	if (cli_variant_on(b->o, names[3]) && !lib_fanotify_usable(why, sizeof(why)))
-		bench_skip(b, names[3], "%s", why);
-	bench_pin_self(b, 0);
-	for (int r = 0; r < warmup + rounds; r++)
-		for (int v = 0; v < 4; v++) {
-			if (!cli_variant_on(b->o, names[v]) ||
-			    bench_skipped(b, "churn", names[v]) ||
-			    !bench_inotify_room(b, names[v], 1))
-				continue;
-			bench_progress(b, "%s round %d/%d", names[v], r + 1, warmup + rounds);
-			tree_round(b, names[v], root, D, r - warmup + 1);
-		}
-	bench_unpin_self(b);
 }
 
 /* ---- timing-ab: the cost of latency timing, A/B interleaved ---- */
@@ -793,5 +564,5 @@ void churn_controls(struct bench *b, const struct churn_opts *o)
 	run_timing_ab(b);
 	run_bulk(b, o->bulk);
 	run_single_controls(b, o->control_calls);
-	run_tree(b, o->tree_dirs);
+	churn_tree(b, o);
 }

@@ -3,9 +3,9 @@
  * churn's fixture: a directory of G files (distinct: G inodes) or of G hard
  * links to one file (shared: one inode), made, stat'ed once so the timed
  * path lookups find warm dentries, checked to have the inode shape its
- * topology promises, and removed again. Seed 000's reproducer makes one per
+ * topology promises, and removed again. The 94bd01253c3d report's reproducer makes one per
  * process, that is per round; churn does the same in process (raw-warm keeps
- * one across rounds: the method before issue 15).
+ * one across rounds: the method before the bench followed the reproducer).
  */
 #ifndef FSNW_BENCH_CHURNFIX_H
 #define FSNW_BENCH_CHURNFIX_H

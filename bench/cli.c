@@ -38,6 +38,8 @@ static const struct bench_option common_options[] = {
 	  .scen_flags = SCEN_MEASURES },
 	{ .flag = "verbose", .type = OPT_FLAG, .off = C(verbose),
 	  .help = "each scenario's own tables too", .scen_flags = SCEN_SUMMARY },
+	{ .flag = "markdown", .type = OPT_FLAG, .off = C(markdown),
+	  .help = "the summary as a Markdown table, with a caption line", .scen_flags = SCEN_SUMMARY },
 	{ 0 },
 };
 

@@ -27,7 +27,7 @@ enum size_preset {
 	SIZE_TINY,    /* for the test suite: every check, a fraction of a second */
 	SIZE_SMALL,   /* what quick uses */
 	SIZE_DEFAULT, /* seconds per scenario on a 2-core machine */
-	SIZE_SEED,    /* the sizes of the seed experiments */
+	SIZE_SEED,    /* the sizes of the published experiments */
 	NSIZES,
 };
 
@@ -78,6 +78,7 @@ struct bench_opts {
 	const char *variants;  /* comma list; NULL: all */
 	bool quiet;            /* no progress on stderr */
 	bool verbose;          /* quick: the per-scenario tables too */
+	bool markdown;         /* quick: the summary as a Markdown table */
 
 	int nargs;             /* positional arguments (report: the runs) */
 	char **args;

@@ -2,7 +2,7 @@
 /*
  * merge's `dram` variant: what one dependent random load from memory costs
  * on this machine, measured in the same run as the queue, so the cost of an
- * enqueue at depth 1M can be read against it (issue 13's memory wall).
+ * enqueue at depth 1M can be read against it (the memory wall).
  *
  * A region of mib MiB, far larger than any cache, is cut into 64-byte
  * lines; each line holds a pointer to the next line of one random cycle

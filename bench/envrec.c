@@ -13,6 +13,8 @@
 #include "envrec.h"
 #include "fsnwatch.h"
 
+#include "commit.h"
+
 #ifndef FSNW_BENCH_VERSION
 #define FSNW_BENCH_VERSION "unknown"
 #endif
@@ -58,7 +60,7 @@ static void read_line(const char *path, char *buf, size_t len)
 	fclose(f);
 }
 
-static void cpu_model(char *buf, size_t len)
+void cpu_model(char *buf, size_t len)
 {
 	FILE *f = fopen("/proc/cpuinfo", "r");
 	char line[512];
@@ -227,6 +229,7 @@ int envrec_write(const char *path, const struct bench *b)
 	if (!f)
 		return -errno;
 	put(f, "fsnw_bench_version", FSNW_BENCH_VERSION);
+	put(f, "commit", FSNW_BENCH_COMMIT);
 	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
 	put(f, "date", buf);
 	buf[0] = '\0';
@@ -294,6 +297,11 @@ int envrec_write(const char *path, const struct bench *b)
 	put(f, "libinotifytools", "yes");
 #else
 	put(f, "libinotifytools", "no");
+#endif
+#ifdef HAVE_LIBUV
+	put(f, "libuv", "yes");
+#else
+	put(f, "libuv", "no");
 #endif
 	connector_probe(buf, sizeof(buf), verdict, sizeof(verdict));
 	put(f, "connector_probe", buf);

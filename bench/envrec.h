@@ -26,9 +26,11 @@ int envrec_read(const char *path, struct envrec *e);
 const char *envrec_get(const struct envrec *e, const char *key);
 void envrec_free(struct envrec *e);
 
+/* The CPU's model name from /proc/cpuinfo, or "?". */
+void cpu_model(char *buf, size_t len);
 /* Name of a filesystem magic number (statfs f_type), or "unknown". */
 const char *fs_magic_name(unsigned long magic);
-/* What the slab caches say about fsnotify connector tracking (seed 000). */
+/* What the slab caches say about fsnotify connector tracking (94bd01253c3d). */
 void connector_probe(char *buf, size_t len, char *verdict, size_t vlen);
 
 #endif

@@ -57,7 +57,7 @@ uint64_t lib_syscalls(const struct fsnw_stats *st)
 	return st->sys_inotify_init + st->sys_inotify_add_watch + st->sys_inotify_rm_watch +
 	       st->sys_fanotify_init + st->sys_fanotify_mark + st->sys_name_to_handle_at +
 	       st->sys_open_by_handle_at + st->sys_read + st->sys_poll + st->sys_eventfd +
-	       st->sys_walk + st->sys_other;
+	       st->sys_walk + st->sys_other + st->sys_io_uring;
 }
 
 int lib_stats(struct fsnw *w, struct fsnw_stats *st)

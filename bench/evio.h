@@ -35,7 +35,8 @@ void raw_drain(int fd, struct raw_drained *d);
 /* fsnw_open with the options spelled out; -errno. */
 int lib_open(struct fsnw **w, uint32_t backend, uint32_t flags, uint32_t capacity,
 	     uint32_t idle);
-/* Every syscall the handle made, all kinds summed (fsnw_stats, exact). */
+/* Every syscall the handle made, all kinds summed (fsnw_stats, exact): the one
+ * place in the bench that adds the sys_* fields up. */
 uint64_t lib_syscalls(const struct fsnw_stats *st);
 int lib_stats(struct fsnw *w, struct fsnw_stats *st);
 /* Whether the library's fanotify backend opens on this machine; why not in why. */

@@ -38,6 +38,11 @@ int itools_watch(const char *path, uint32_t mask)
 	return inotifytools_watch_file(path, (int)mask) ? 0 : itools_err();
 }
 
+int itools_remove(const char *path)
+{
+	return inotifytools_remove_watch_by_filename(path) ? 0 : itools_err();
+}
+
 long itools_num_watches(void)
 {
 	return inotifytools_get_num_watches();
@@ -45,13 +50,26 @@ long itools_num_watches(void)
 
 int itools_next(uint32_t *mask, const char **name)
 {
-	/* A timeout of 0 seconds: select() does not wait. */
+	/* Debian's 3.22 gives select() no timeout for 0 either: it waits. */
 	struct inotify_event *ev = inotifytools_next_event(0);
 
 	if (!ev)
 		return inotifytools_error() ? itools_err() : 0;
 	*mask = ev->mask;
 	*name = ev->len ? ev->name : NULL;
+	return 1;
+}
+
+int itools_wait(uint32_t *mask, const char **name, const char **dir)
+{
+	/* A negative timeout: select() waits for as long as it takes. */
+	struct inotify_event *ev = inotifytools_next_event(-1);
+
+	if (!ev)
+		return itools_err();
+	*mask = ev->mask;
+	*name = ev->len ? ev->name : NULL;
+	*dir = inotifytools_filename_from_wd(ev->wd);
 	return 1;
 }
 
@@ -88,6 +106,12 @@ int itools_watch(const char *path, uint32_t mask)
 	return -EOPNOTSUPP;
 }
 
+int itools_remove(const char *path)
+{
+	(void)path;
+	return -EOPNOTSUPP;
+}
+
 long itools_num_watches(void)
 {
 	return -EOPNOTSUPP;
@@ -97,6 +121,14 @@ int itools_next(uint32_t *mask, const char **name)
 {
 	(void)mask;
 	(void)name;
+	return -EOPNOTSUPP;
+}
+
+int itools_wait(uint32_t *mask, const char **name, const char **dir)
+{
+	(void)mask;
+	(void)name;
+	(void)dir;
 	return -EOPNOTSUPP;
 }
 

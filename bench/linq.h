@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A plain linear-scan merging queue of bounded capacity: the fanotify
- * algorithm before Linux 5.13 (seeds/004), written here as the baseline of
+ * algorithm before Linux 5.13 (the fanotify merge series' "before"), written here as the baseline of
  * the merge scenario. Every new event is compared with every queued one,
  * newest first, until an equal one is found (same owner, mask and name) and
  * merged; otherwise it takes a slot, or is dropped and a single overflow

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fsnw-bench: the library against raw syscalls (and libinotifytools), and
- * the fsnotify experiments of seeds/ reproduced so that kernels can be
+ * published fsnotify experiments (kernel threads) reproduced so that kernels can be
  * compared. What each scenario measures: BENCH-METHOD.md and fsnw-bench(1).
  * The subcommands are the registered scenarios (scenario.h).
  *

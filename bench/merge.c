@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * merge (seed 004, after LTP's fanotify05). The stream: N events on N
+ * merge (the fanotify merge series, after LTP's fanotify05). The stream: N events on N
  * unique names (the "create" pass: nothing can merge), then one more event
  * on each name in the same order (the "open" pass: each may merge).
  *
@@ -55,7 +55,7 @@ static const struct bench_option options[] = {
 	  .max = 1L << 26, .preset = { "16384", "16384", "16384", "16384" },
 	  .help = "deepest linear-scan queue run" },
 	{ .flag = "merge-files", .arg = "N", .type = OPT_LONG, .off = F(merge_files), .min = 2,
-	  .max = 1 << 22, .help = "files of the seed stream (one more than "
+	  .max = 1 << 22, .help = "files of the LTP stream (one more than "
 	  "fs.fanotify.max_queued_events)" },
 	{ .flag = "read-events", .arg = "E", .type = OPT_LONG, .off = F(read_events), .min = 1,
 	  .max = 1 << 22, .preset = { "1000", "16000", "16000", "16000" },
@@ -102,7 +102,7 @@ void names_free(struct names *nm)
 	memset(nm, 0, sizeof(*nm));
 }
 
-/* ---- the seed's stream through the library ---- */
+/* ---- LTP's stream through the library ---- */
 
 static int touch_all(const char *dir, const struct names *nm, int flags, struct fsnw *w)
 {
@@ -373,7 +373,7 @@ static void run_read(struct bench *b, long E)
 	names_free(&nm);
 }
 
-/* The seed's N: one more than the kernel queue holds, unless --merge-files says. */
+/* LTP's N: one more than the kernel queue holds, unless --merge-files says. */
 static long seed_files(void)
 {
 	long max = read_sysctl("/proc/sys/fs/fanotify/max_queued_events");
@@ -510,7 +510,7 @@ static void merge_quick(struct bench *b, struct quick *q)
 	quick_row(q, "random DRAM load", "ns/load", dram, NAN, NAN, NAN,
 		  "dependent pointer chase over %ld MiB; an enqueue at depth %ld costs %.2f "
 		  "loads (target <= 0.5)", opt.dram_mib, deepest, deep / dram);
-	snprintf(label, sizeof(label), "merge seed stream, %ld files x2", N);
+	snprintf(label, sizeof(label), "merge LTP stream, %ld files x2", N);
 	{
 		double kev = quick_need(q, "kernel-limited", N, "events");
 		double kov = quick_need(q, "kernel-limited", N, "overflows");
@@ -538,7 +538,7 @@ static void merge_quick(struct bench *b, struct quick *q)
 BENCH_SCENARIO(merge) = {
 	.name = "merge",
 	.order = 50,
-	.summary = "merging event queues, kernel and user space (seed 004)",
+	.summary = "merging event queues, kernel and user space (fanotify merge series)",
 	.flags = SCEN_MEASURES | SCEN_ROUNDS | SCEN_CHARTS,
 	.run = merge_run,
 	.variants = variants,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The parts of the merge scenario (seed 004), one file each. */
+/* The parts of the merge scenario (the fanotify merge series), one file each. */
 #ifndef FSNW_BENCH_MERGE_H
 #define FSNW_BENCH_MERGE_H
 

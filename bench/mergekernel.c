@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * merge, kernel variants (seed 004, LTP fanotify05): N files opened twice
+ * merge, kernel variants (the fanotify merge series, LTP fanotify05): N files opened twice
  * under a fanotify FAN_CLASS_NOTIF group with a mount mark for FAN_OPEN:
  * first with O_RDWR | O_CREAT (events on unique files: the "create" pass),
  * then with O_RDONLY (events that may merge: the "open" pass). The files are
  * made once, before the rounds, so every round is LTP's second iteration,
- * the one the seed's timings come from: "create" does not create.
+ * the one the series' timings come from: "create" does not create.
  *
  * With the default queue (fs.fanotify.max_queued_events) and N one more than
  * it holds, exactly one overflow event must come, last, and the events on
  * unique files in creation order; the row counts every event read, the
- * overflow included, as LTP and the seed do (16385 = 16384 + 1 overflow).
+ * overflow included, as LTP and the series do (16385 = 16384 + 1 overflow).
  * With FAN_UNLIMITED_QUEUE no overflow may come; how many second-pass
  * events merged depends on the kernel's hash and is reported, not asserted.
  *

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * openclose (seed 002's event-path check): one worker opens and closes one
+ * openclose (the parent-watch thread's event-path check): one worker opens and closes one
  * file N times, modes none / other / parent, with a listener on another CPU
  * draining the parent watch (raw or through the library). Metric: p50 and
- * p99 ns per open+close, and ops/s. The seed ran on XFS: the filesystem of
+ * p99 ns per open+close, and ops/s. The thread's table came from XFS: the filesystem of
  * the scratch directory (--dir) is named in the table and the environment
  * record.
  */
@@ -192,7 +192,7 @@ static void oc_quick(struct bench *b, struct quick *q)
 BENCH_SCENARIO(openclose) = {
 	.name = "openclose",
 	.order = 30,
-	.summary = "open+close latency under a parent watch (seed 002)",
+	.summary = "open+close latency under a parent watch (parent-watch thread)",
 	.flags = SCEN_MEASURES | SCEN_ROUNDS,
 	.run = oc_run,
 	.variants = variants,

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * parent-write (seed 002, Jan Kara's load): a directory of F files of 4 KiB;
+ * parent-write (Jan Kara's load, from the parent-watch thread): a directory of F files of 4 KiB;
  * X client threads, client i opens file i and does N one-byte pwrites at
  * offset 0, then closes it. Modes: none (no watch), other (an IN_MODIFY
  * watch on another directory of the filesystem), parent (an IN_MODIFY watch
- * on the directory itself and nothing else, as in the seed: no reader runs,
+ * on the directory itself and nothing else, as Jan Kara set it: no reader runs,
  * the kernel queue is drained after the round), and parent-reader-raw /
  * parent-reader-lib (the same watch drained during the run by a reader
  * thread, raw or through the library: the library must not slow the
- * writers). Metric: ns per write per X, the clients' wall time (as the seed
+ * writers). Metric: ns per write per X, the clients' wall time (as the thread
  * measures it, preemption included) and their CPU time (without it), and
  * writes/s; for the parent modes the events that came and overflows.
  */
@@ -98,7 +98,7 @@ static void client(struct team *t, int idx)
 	team_sync(t);
 }
 
-/* What came on the parent watch of the seed's mode, read after the round. */
+/* What came on the parent watch of Jan Kara's mode, read after the round. */
 struct pw_drained {
 	long events, overflows, unexpected, missing;
 	int err;
@@ -211,7 +211,7 @@ static void pw_round(struct bench *b, const char *variant, const char *dir, cons
 		ok = false;
 	}
 	if (!strcmp(variant, "parent")) {
-		/* The seed's shape: nobody read during the run; drain now, untimed. */
+		/* Jan Kara's load: nobody read during the run; drain now, untimed. */
 		drain_parent(fd, X, &dr);
 		if (dr.err || dr.unexpected || !dr.events || (dr.missing && !dr.overflows)) {
 			bench_fail(b, variant, X, m, "queue after the round: %ld events, %ld "
@@ -324,7 +324,7 @@ static void pw_summary(struct bench *b)
 			table_cell(&t, "%s", fmt_num(x, sizeof(x), v[i]));
 	}
 	if (t.nrows) {
-		printf("\n-- parent-write on %s: the seed's shape (no reader, events drained after "
+		printf("\n-- parent-write on %s: Jan Kara's load (no reader, events drained after "
 		       "the round) and the reader variants (medians) --\n",
 		       bench_fs_of(b, "parent-write") ? bench_fs_of(b, "parent-write") : "?");
 		table_print(&t, stdout);
@@ -413,7 +413,7 @@ static void pw_quick(struct bench *b, struct quick *q)
 			 bench_workers_label(b, "X", X, wl, sizeof(wl)), fs ? fs : "?");
 		quick_row(q, label, "ns/write", quick_need(q, "parent-reader-raw", X, "write"), NAN,
 			  quick_need(q, "parent-reader-lib", X, "write"), NAN,
-			  "with a reader; seed shape (no reader): no watch %.0f, parent watch %.0f; "
+			  "with a reader; Jan Kara's load (no reader): no watch %.0f, parent watch %.0f; "
 			  "events read raw %.0f, lib delivered %.0f (merged %.0f); overflows "
 			  "%.0f/%.0f", quick_need(q, "none", X, "write"),
 			  quick_need(q, "parent", X, "write"),
@@ -428,7 +428,7 @@ static void pw_quick(struct bench *b, struct quick *q)
 BENCH_SCENARIO(parent_write) = {
 	.name = "parent-write",
 	.order = 20,
-	.summary = "1-byte pwrites under a parent watch (seed 002)",
+	.summary = "1-byte pwrites under a parent watch (Jan Kara's load)",
 	.flags = SCEN_MEASURES | SCEN_ROUNDS | SCEN_CHARTS,
 	.run = pw_run,
 	.variants = variants,

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * quick: every scenario that has quick rows, at the small size, then one
- * summary table: scenario, raw, libinotifytools (where it does the same
- * job), libfsnwatch, the ratio libfsnwatch / raw (for times, below 1 means
+ * summary table: scenario, raw, libinotifytools and libuv (where they do
+ * the same job), libfsnwatch, the ratio libfsnwatch / raw (for times, below 1 means
  * the library is faster) and, for churn, libfsnwatch over its floor. The
  * per-scenario tables are printed with --verbose.
  */
@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "bench.h"
+#include "commit.h"
+#include "envrec.h"
 #include "quick.h"
 #include "table.h"
 
@@ -23,6 +25,7 @@ struct quick {
 	/* the row being put together */
 	char missing[160];     /* the first needed key that was not measured */
 	char skipped[160];     /* needed variants skipped for a stated reason */
+	double libuv;          /* its libuv cell (quick_libuv), NAN: none */
 };
 
 static double lookup(struct quick *q, const char *variant, long scale, const char *metric,
@@ -55,10 +58,15 @@ double quick_may(struct quick *q, const char *variant, long scale, const char *m
 	return lookup(q, variant, scale, metric, false);
 }
 
+void quick_libuv(struct quick *q, double v)
+{
+	q->libuv = v;
+}
+
 void quick_row(struct quick *q, const char *label, const char *unit, double raw, double it,
 	       double lib, double floor, const char *fmt, ...)
 {
-	char a[32], c[32], d[32], e[32], f[32], note[400];
+	char a[32], c[32], d[32], e[32], f[32], u[32], note[400];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -71,12 +79,13 @@ void quick_row(struct quick *q, const char *label, const char *unit, double raw,
 		q->refused++;
 		fprintf(stderr, "fsnw-bench quick: cannot fill the row '%s': %s was not "
 			"measured\n", label, q->missing);
-		for (int i = 0; i < 5; i++)
+		for (int i = 0; i < 6; i++)
 			table_cell(&q->t, "?");
 		table_cell(&q->t, "NOT FILLED: no measured round of %s", q->missing);
 	} else {
 		table_cell(&q->t, "%s", fmt_num(a, sizeof(a), raw));
 		table_cell(&q->t, "%s", fmt_num(c, sizeof(c), it));
+		table_cell(&q->t, "%s", fmt_num(u, sizeof(u), q->libuv));
 		table_cell(&q->t, "%s", fmt_num(d, sizeof(d), lib));
 		table_cell(&q->t, "%s", fmt_num(e, sizeof(e), lib / raw));
 		table_cell(&q->t, "%s", fmt_num(f, sizeof(f), floor));
@@ -84,15 +93,28 @@ void quick_row(struct quick *q, const char *label, const char *unit, double raw,
 			   q->skipped[0] ? " (see below); " : "", note);
 	}
 	q->missing[0] = q->skipped[0] = '\0';
+	q->libuv = NAN;
+}
+
+/* The caption of the Markdown table: the machine and the commit it came from. */
+static void quick_caption(struct bench *b, double seconds)
+{
+	char cpu[128];
+
+	cpu_model(cpu, sizeof(cpu));
+	printf("\n*fsnw-bench quick on Linux %s, %d CPUs (%s), fsnw-bench %s built from %s; "
+	       "one run of %.0f s, medians; ratio = libfsnwatch / raw, below 1 is faster; "
+	       "lib/floor: churn's libfsnwatch over the floor that bounds it.*\n\n", b->kernel,
+	       b->ncpu, cpu, FSNW_BENCH_VERSION, FSNW_BENCH_COMMIT, seconds);
 }
 
 static int quick_run(struct bench *b)
 {
-	const char *heads[] = { "scenario", "unit", "raw", "libinotifytools", "libfsnwatch",
-				"ratio", "lib/floor", "notes" };
+	const char *heads[] = { "scenario", "unit", "raw", "libinotifytools", "libuv",
+				"libfsnwatch", "ratio", "lib/floor", "notes" };
 	uint64_t t0 = now_ns();
 	const struct scenario *const *all;
-	struct quick q = { .b = b };
+	struct quick q = { .b = b, .libuv = NAN };
 	size_t n;
 
 	all = scenarios(&n);
@@ -110,7 +132,7 @@ static int quick_run(struct bench *b)
 			b->failures++;
 		b->o = o;
 	}
-	table_init(&q.t, "llrrrrrl", heads);
+	table_init(&q.t, "llrrrrrrl", heads);
 	for (size_t i = 0; i < n; i++) {
 		if (!all[i]->quick)
 			continue;
@@ -118,10 +140,16 @@ static int quick_run(struct bench *b)
 		q.scenario = all[i]->name;
 		all[i]->quick(b, &q);
 	}
-	printf("\nfsnw-bench quick: one run on %s, %d CPUs, %.0f s (medians; ratio = libfsnwatch "
-	       "/ raw, below 1 is faster; lib/floor: churn's libfsnwatch over the floor that "
-	       "bounds it, same W)\n", b->kernel, b->ncpu, (double)(now_ns() - t0) / 1e9);
-	table_print(&q.t, stdout);
+	if (b->o->markdown) {
+		quick_caption(b, (double)(now_ns() - t0) / 1e9);
+		table_print_markdown(&q.t, stdout);
+	} else {
+		printf("\nfsnw-bench quick: one run on %s, %d CPUs, %.0f s (medians; ratio = "
+		       "libfsnwatch / raw, below 1 is faster; lib/floor: churn's libfsnwatch over "
+		       "the floor that bounds it, same W)\n", b->kernel, b->ncpu,
+		       (double)(now_ns() - t0) / 1e9);
+		table_print(&q.t, stdout);
+	}
 	table_free(&q.t);
 	for (size_t i = 0; i < b->nskips; i++)
 		printf("skipped %s %s: %s\n", b->skips[i].scenario, b->skips[i].variant,

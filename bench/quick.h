@@ -18,6 +18,9 @@ double quick_need(struct quick *q, const char *variant, long scale, const char *
 /* The same for a value the row may show without: NAN shows as "-". */
 double quick_may(struct quick *q, const char *variant, long scale, const char *metric);
 
+/* The libuv cell of the next row (NAN, the default: "-"). */
+void quick_libuv(struct quick *q, double v);
+
 /*
  * Add a row: the raw baseline, libinotifytools, libfsnwatch, and the
  * library's time over the floor that bounds it (churn), NAN where a column

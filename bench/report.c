@@ -6,14 +6,14 @@
  *   candidate vs each control      C / A - 1, C / B - 1
  *   candidate vs their midpoint    C / ((A + B) / 2) - 1
  *   control drift, both forms      |B - A| / ((A + B) / 2)  and  B / A - 1
- * where the candidate may itself be the midpoint of two runs (seed 001:
- * --candidate I,J). Then a verdict, from gates set before the runs (seed
- * 000's by default). The quality gates: every round's checks passed, CV at
+ * where the candidate may itself be the midpoint of two runs (as the
+ * flistxattr report compares: --candidate I,J). Then a verdict, from gates
+ * set before the runs (the 94bd01253c3d report's by default). The quality gates: every round's checks passed, CV at
  * most 15% in every run, two controls whose drift stays below 5%. A metric
  * that misses one is a GATE MISS, its changes shown in parentheses: they
  * are not results. A clean metric is a `signal` when it changed by at least
  * 5% against both controls in the same direction, and `no signal` when it
- * did not (the seeds' "stayed below the pre-registered 5% threshold"): that
+ * did not (the reports' "stayed below the pre-registered 5% threshold"): that
  * too is a result. Runs made under emulation (the environment record says
  * emulated=yes, as fsnw-bench-vm --accel tcg writes) get no verdict: their
  * timings do not compare kernels, only their checks mean something.

@@ -163,7 +163,7 @@ static const char *default_dir(void)
 	struct stat st;
 	const char *t;
 
-	/* tmpfs is what the seeds measure; /dev/shm is tmpfs almost everywhere. */
+	/* tmpfs is what most published experiments measure; /dev/shm is tmpfs almost everywhere. */
 	if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0)
 		return "/dev/shm";
 	t = getenv("TMPDIR");

@@ -73,7 +73,7 @@ void team_start(struct bench *b, struct team *t, int n, int cpu_offset, team_fn 
 /* A barrier of all workers and the thread that started them. */
 void team_sync(struct team *t);
 /* A barrier of the workers only: the thread that started them is not in it
- * (seed 000's reproducer), so no unpinned thread has to wake to release them. */
+ * (the 94bd01253c3d report's reproducer), so no unpinned thread has to wake to release them. */
 void team_sync_peers(struct team *t);
 /* Join; returns how many pinned workers ended on another CPU (affinity check). */
 int team_join(struct team *t);
@@ -93,7 +93,7 @@ void bench_default_signals(void);
 pid_t bench_fork(struct bench *b);
 /*
  * Run fn(b, arg, out) in a process of its own (bench_fork) and copy the len
- * bytes it leaves in out back: a round measured as the seed's reproducers
+ * bytes it leaves in out back: a round measured as the reports' reproducers
  * measure one, in a fresh process. The child records nothing; its failed
  * checks (on stderr already) count in b, and a variant it skipped is skipped
  * here with its reason. 0, or -1 when the child died without reporting.

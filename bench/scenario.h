@@ -55,7 +55,7 @@ struct scenario {
 	const char *name;      /* the subcommand */
 	const char *args;      /* positional arguments for usage ("RUN.csv..."), or NULL */
 	int min_args;          /* how many positional arguments it needs (0: none taken) */
-	int order;             /* place in usage and in quick (seed order) */
+	int order;             /* place in usage and in quick (the published experiments' order) */
 	const char *summary;   /* one line of usage */
 	unsigned flags;        /* SCEN_* */
 	const char *size;      /* the --size preset when none is given; NULL: "default" */

@@ -93,6 +93,39 @@ void table_print(const struct table *t, FILE *f)
 	}
 }
 
+/* One cell: '|' escaped; an indented cell (a row under the one before) keeps
+ * its indent as an em space, which Markdown does not trim. */
+static void markdown_cell(FILE *f, const char *s)
+{
+	fputs("| ", f);
+	if (s && s[0] == ' ') {
+		fputs("&emsp;", f);
+		while (*s == ' ')
+			s++;
+	}
+	for (; s && *s; s++) {
+		if (*s == '|')
+			fputc('\\', f);
+		fputc(*s, f);
+	}
+	fputc(' ', f);
+}
+
+void table_print_markdown(const struct table *t, FILE *f)
+{
+	for (int c = 0; c < t->ncols; c++)
+		markdown_cell(f, t->head[c]);
+	fputs("|\n", f);
+	for (int c = 0; c < t->ncols; c++)
+		fputs(t->align[c] == 'r' ? "| ---: " : "| --- ", f);
+	fputs("|\n", f);
+	for (size_t r = 0; r < t->nrows; r++) {
+		for (int c = 0; c < t->ncols; c++)
+			markdown_cell(f, t->cells[r * (size_t)t->ncols + (size_t)c]);
+		fputs("|\n", f);
+	}
+}
+
 void table_free(struct table *t)
 {
 	for (size_t i = 0; i < t->nrows * (size_t)t->ncols; i++)

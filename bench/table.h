@@ -21,6 +21,9 @@ void table_init(struct table *t, const char *align, const char *const *heads);
 /* Append a cell to the current row; a row ends after its last column. */
 void table_cell(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void table_print(const struct table *t, FILE *f);
+/* The same as a Markdown (GitHub) table: a header row, the alignment row, a
+ * row per row; '|' in a cell is escaped. */
+void table_print_markdown(const struct table *t, FILE *f);
 void table_free(struct table *t);
 
 /* Format a number for humans: 3 significant digits or more, no exponent. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * xattr (seed 001): one file on tmpfs with one user.* xattr, flistxattr(fd,
+ * xattr (the flistxattr report, fixed by 1e7cd8a53b72): one file on tmpfs with one user.* xattr, flistxattr(fd,
  * buf, 8192) called N times per round on one CPU. A kernel probe: it has no
  * library variant; it tells kernels apart.
  */
@@ -101,7 +101,7 @@ static void xattr_quick(struct bench *b, struct quick *q)
 BENCH_SCENARIO(xattr) = {
 	.name = "xattr",
 	.order = 10,
-	.summary = "flistxattr on tmpfs (seed 001), a kernel probe",
+	.summary = "flistxattr on tmpfs (flistxattr report), a kernel probe",
 	.flags = SCEN_MEASURES | SCEN_ROUNDS,
 	.run = xattr_run,
 	.variants = variants,

@@ -480,12 +480,106 @@ scenarios)
 quick)
 	tiny quick || exit 77
 	# Its rows: churn's library rows over their floor, the memory wall.
-	has "$(row '^scenario ')" lib/floor
-	awk -F'  +' '/^churn (distinct|shared) W=[0-9]+.* lib/ && $7 !~ /^[0-9.]+$/ { bad = 1 }
+	has "$(row '^scenario ')" libinotifytools libuv libfsnwatch lib/floor
+	# The tree's heap a directory, each contender's own, in bytes.
+	has "$(row '^  same, heap a directory ')" bytes/dir "wd->path array"
+	awk -F'  +' '/^churn (distinct|shared) W=[0-9]+.* lib/ && $8 !~ /^[0-9.]+$/ { bad = 1 }
 		END { exit bad }' "$tmp/out" || fail "a churn library row has no lib/floor"
 	has "$(row '^random DRAM load ')" ns/load "dependent pointer chase"
 	has "$(row '^merge queue, depth 1024 ')" ns/event
+	has "$(row '^tree, live burst: CPU to consume ')" ms "CPU/lib inotify"
+	has "$(row '^  same, syscalls a wakeup ')" "events a wakeup"
+	has "$(row '^tree, reads of 100 events: user time ')" "less raw's read(2)"
+	has "$(row '^add\+remove, 200 existing files ')" ns/pair "batch calls"
+	has "$(row '^add\+remove, 200 existing dirs ')" ns/pair
+	has "$(row '^duplicate add, path already watched ')" "hard link"
+	has "$(row '^remove of a watch not the last ')" "syscalls lib"
 	grep -q 'NOT FILLED' "$tmp/out" && fail "a row was not filled"
+	;;
+quick-markdown)
+	# --markdown: a caption that names the machine and the commit, then a
+	# table whose every row has the header's columns.
+	run quick --size tiny --quiet --markdown >/dev/null || fail "quick --markdown exited $?"
+	has "$(grep -m 1 '^\*fsnw-bench quick on Linux ' "$tmp/out")" "$(uname -r)" CPUs "built from"
+	has "$(grep -m 1 '^| scenario |' "$tmp/out")" "| libuv |" "| lib/floor |" "| notes |"
+	grep -q '^| --- | --- | ---: |' "$tmp/out" || fail "no alignment row"
+	sed 's/\\|//g' "$tmp/out" | awk -F'|' '/^\|/ { n++; if (NF != 11) bad = 1 }
+		END { exit bad || n < 20 }' || fail "a row with other columns than the header's"
+	grep -q '^| &emsp;same, heap a directory |' "$tmp/out" || fail "an indented row lost its indent"
+	;;
+churn-tree)
+	# Every tree contender watches every directory of the generated tree and
+	# of the caller's (--tree-path): as many as the test made, and the heap
+	# each keeps is recorded for both (the caller's tree here is too small for
+	# its heap to show past what glibc's thread cache hands back: >= 0).
+	mkdir -p "$tmp/own/a/b" "$tmp/own/a/c" "$tmp/own/d" || fail "mkdir"
+	touch "$tmp/own/a/file" "$tmp/own/d/file"
+	run churn --size tiny --quiet --variants tree-raw,tree-lib,tree-inotifytools,tree-libuv \
+		--tree-path "$tmp/own" --csv "$tmp/t.csv" >/dev/null || fail "churn exited $?"
+	for v in tree-raw tree-lib tree-inotifytools tree-libuv; do
+		grep -q "^skip churn $v" "$tmp/err" && continue
+		awk -F, -v v="$v" '$2 == v && $6 == "dirs" && $7 != 200 { bad = 1 }
+			$2 == v && $6 == "path.dirs" && $7 != 5 { bad = 1 }
+			$2 == v && $6 == "heap" && $7 <= 0 { bad = 1 }
+			$2 == v && $6 == "path.heap" && $7 < 0 { bad = 1 }
+			$2 == v && $6 == "path.heap" { n++ }
+			END { exit bad || !n }' "$tmp/t.csv" ||
+			fail "$v: $(grep "^churn,$v," "$tmp/t.csv" | grep -e dirs -e heap)"
+	done
+	# The tree of the caller's is only read.
+	[ "$(find "$tmp/own" | wc -l)" -eq 7 ] || fail "--tree-path changed the tree"
+	;;
+watches)
+	# Every contender's rounds pass their checks (the bench's: every add and
+	# remove succeeded, one IN_IGNORED a removed watch, the second watches on
+	# their keepers' kernel watches); the syscall counts are exact (the
+	# library's churn: an add and a remove a pair, and the few reads of the
+	# IN_IGNOREDs).
+	run watches --size tiny --quiet --csv "$tmp/w.csv" >/dev/null || fail "watches exited $?"
+	for v in exist-raw exist-lib exist-lib-batch exist-inotifytools exist-libuv dup-raw \
+		dup-lib dup-libuv; do
+		grep -q "^skip watches $v" "$tmp/err" && continue
+		grep -q "^watches,$v," "$tmp/w.csv" || fail "no $v rows"
+	done
+	grep -q ',0$' "$tmp/w.csv" && fail "a round failed its checks"
+	ring=$(awk -F, '$2 == "dup-lib" && $6 == "ring" { print $7; exit }' "$tmp/w.csv")
+	awk -F, -v add=$((ring ? 1 : 2)) '
+		$2 == "exist-raw" && $6 ~ /syscalls$/ && $7 != 2 { bad = 1 }
+		$2 == "exist-lib" && $6 ~ /syscalls$/ && ($7 < 2 || $7 > 2.05) { bad = 1 }
+		$2 == "dup-raw" && $6 ~ /^add\..*syscalls$/ && $7 != 1 { bad = 1 }
+		$2 ~ /^dup-(raw|lib)$/ && $6 ~ /^remove\..*syscalls$/ && $7 != 0 { bad = 1 }
+		$2 == "dup-lib" && $6 ~ /^add\..*syscalls$/ { n++; if ($7 != add) bad = 1 }
+		END { exit bad || n != 4 }' "$tmp/w.csv" ||
+		fail "syscalls: $(grep syscalls "$tmp/w.csv" | cut -d, -f2,6,7 | sort -u)"
+	;;
+live)
+	# The burst comes from a process other than the reader, every round from
+	# a fresh reader; every contender's rounds pass their checks (the
+	# sentinel came, the counts by kind are the burst's, the checked events
+	# named the right file in the right directory).
+	FSNW_BENCH_TRACE=$tmp/trace run live --size tiny --quiet --csv "$tmp/l.csv" >/dev/null ||
+		fail "live exited $?"
+	for v in live-raw live-lib live-lib-fan live-inotifytools live-libuv batch-raw batch-lib \
+		batch-lib-fan; do
+		grep -q "^skip live $v" "$tmp/err" && continue
+		grep -q "^live,$v," "$tmp/l.csv" || fail "no $v rows"
+	done
+	grep -q ',0$' "$tmp/l.csv" && fail "a round failed its checks"
+	grep '^live: live-' "$tmp/trace" >"$tmp/rounds"
+	[ -s "$tmp/rounds" ] || fail "no live rounds traced"
+	grep -q ': 50 dirs, 200 files; reader process [0-9]*, writer process [0-9]*: 100 groups of 4 operations, then the sentinel$' \
+		"$tmp/rounds" || fail "not the burst: $(head -n 1 "$tmp/rounds")"
+	awk '{ for (i = 1; i <= NF; i++) { if ($i == "process") p[++n] = $(i + 1) }
+		if (p[n - 1] == p[n]) bad = 1 } END { exit bad }' "$tmp/rounds" ||
+		fail "the writer is the reader's process"
+	[ "$(sed 's/.*reader process \([0-9]*\),.*/\1/' "$tmp/rounds" | sort -u | wc -l)" -eq \
+		"$(wc -l <"$tmp/rounds")" ] || fail "two rounds in one reader process"
+	# Raw: one poll and one read a wakeup; one read a batch; per-round ratios.
+	awk -F, '$2 == "live-raw" && $6 == "syscalls/wakeup" && $7 != 2 { bad = 1 }
+		$2 == "batch-raw" && $6 == "syscalls" && $7 != 1 { bad = 1 }
+		$2 == "live-raw" && $6 == "cpu/lib" { n++ }
+		END { exit bad || !n }' "$tmp/l.csv" ||
+		fail "raw: $(grep -e 'live-raw.*syscalls' -e 'batch-raw.*syscalls' "$tmp/l.csv")"
 	;;
 churn | xattr | parent-write | openclose | addwatch-children | merge)
 	tiny "$case_" || exit 77
