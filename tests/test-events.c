@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test-common.h"
@@ -401,6 +402,59 @@ START_TEST(ignored_lost_in_kernel_overflow)
 }
 END_TEST
 
+/*
+ * The test helpers' sync point: what another process made before the
+ * sentinel has all been read when collect_sync returns, and the sentinel's
+ * copies (one for each watch of its directory) are read with it, not after.
+ */
+START_TEST(sentinel_follows_other_process)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	struct fsnw_event ev[4];
+	struct ev *evs;
+	int a, b, n, status;
+	pid_t pid;
+
+	a = fsnw_add(w, dir, FSNW_CREATE, 0);
+	b = fsnw_add(w, dir, FSNW_CREATE | FSNW_DELETE, 0);
+	ck_assert_int_gt(a, 0);
+	ck_assert_int_gt(b, 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		for (int i = 0; i < 50; i++) {
+			char p[PATH_MAX];
+
+			snprintf(p, sizeof(p), "%s/c%d", dir, i);
+			if (mknod(p, S_IFREG | 0644, 0) < 0)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	n = collect_sync(w, &evs, 128, dir);
+	dump_evs(evs, n);
+	ck_assert_int_eq(n, 100);
+	ck_assert_int_eq(count_ev(evs, n, a, FSNW_CREATE, NULL), 50);
+	ck_assert_int_eq(count_ev(evs, n, b, FSNW_CREATE, NULL), 50);
+	for (int i = 0; i < n; i++)
+		ck_assert_msg(strncmp(evs[i].name, SENTINEL_PREFIX, strlen(SENTINEL_PREFIX)),
+			      "a sentinel's event returned");
+	evs_free(evs);
+	/* Nothing of the sentinel is left for the next read. */
+	ck_assert_int_eq(fsnw_read(w, ev, 4, 0), 0);
+	/* A second one in the same directory: a name of its own. */
+	n = collect_sync(w, &evs, 8, dir);
+	ck_assert_int_eq(n, 0);
+	evs_free(evs);
+	ck_assert_int_eq(fsnw_read(w, ev, 4, 0), 0);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 TEST_SUITE(events)
 {
 	Suite *s = suite_create("events");
@@ -415,5 +469,6 @@ TEST_SUITE(events)
 	ADD_TEST(s, kernel_overflow);
 	ADD_TEST(s, excl_unlink_does_not_spread);
 	ADD_TEST(s, ignored_lost_in_kernel_overflow);
+	ADD_TEST(s, sentinel_follows_other_process);
 	return s;
 }
