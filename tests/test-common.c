@@ -382,6 +382,35 @@ void pump(struct fsnw *w)
 	ck_assert_msg(ret >= 0, "fsnw_pump: %s", strerror(-ret));
 }
 
+static char thread_state(pid_t tid)
+{
+	char p[64], buf[512], *close_paren;
+	FILE *f;
+	size_t len;
+
+	snprintf(p, sizeof(p), "/proc/self/task/%ld/stat", (long)tid);
+	f = fopen(p, "r");
+	ck_assert_msg(f != NULL, "%s: %s", p, strerror(errno));
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = '\0';
+	/* "tid (comm) S ...": the name may hold anything, ')' included. */
+	close_paren = strrchr(buf, ')');
+	ck_assert_ptr_nonnull(close_paren);
+	return close_paren[1] == ' ' ? close_paren[2] : '?';
+}
+
+void thread_wait_asleep(pid_t tid)
+{
+	uint64_t deadline = now_ms() + SYNC_TIMEOUT_MS;
+
+	while (thread_state(tid) != 'S') {
+		ck_assert_msg(now_ms() < deadline, "thread %ld not asleep in %d ms", (long)tid,
+			      SYNC_TIMEOUT_MS);
+		sched_yield();
+	}
+}
+
 /* Open fds of this process whose /proc link is `kind` (all when NULL),
  * not counting the one the walk itself holds. */
 static int fds_of(const char *kind)

@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "fsnwatch.h"
 
@@ -136,6 +137,15 @@ struct fsnw_stats stats_of(struct fsnw *w);
  * order of different events on one object reads between its steps.
  */
 void pump(struct fsnw *w);
+
+/*
+ * Wait until the thread tid of this process sleeps (its state in
+ * /proc/self/task is S): a sync on a thread having gone to sleep in a call,
+ * where the test knows it has no other place to sleep. Under valgrind,
+ * whose threads sleep in turn, it may return before. Fails the test after
+ * SYNC_TIMEOUT_MS.
+ */
+void thread_wait_asleep(pid_t tid);
 
 /* Number of open file descriptors of this process. */
 int fd_count(void);
