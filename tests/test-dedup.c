@@ -90,7 +90,7 @@ START_TEST(same_path_twice)
 		ck_assert_uint_eq(s2.sys_name_to_handle_at - s1.sys_name_to_handle_at, 1);
 
 	write_bytes(dir, "f", "x");
-	n = collect(w, &evs, 16, 300);
+	n = collect_now(w, &evs, 16);
 	ck_assert_int_eq(n, 2);
 	ck_assert_int_eq(count_ev(evs, n, a, FSNW_MODIFY, NULL), 1);
 	ck_assert_int_eq(count_ev(evs, n, b, FSNW_MODIFY, NULL), 1);
@@ -105,7 +105,7 @@ START_TEST(same_path_twice)
 
 	/* The other keeps working. */
 	write_bytes(dir, "f", "y");
-	n = collect(w, &evs, 16, 300);
+	n = collect_now(w, &evs, 16);
 	ck_assert_int_eq(n, 1);
 	ck_assert_int_eq(evs[0].wid, b);
 	evs_free(evs);
@@ -136,7 +136,7 @@ START_TEST(hard_links)
 	ck_assert_uint_eq(stats_of(w).kernel_watches, 1);
 	write_bytes(dir, "two", "x");
 	ck_assert_int_eq(chmod(p2, 0600), 0);
-	n = collect(w, &evs, 16, 300);
+	n = collect_now(w, &evs, 16);
 	dump_evs(evs, n);
 	ck_assert_int_eq(n, 3);
 	i = find_ev(evs, n, 0, a, FSNW_MODIFY, NULL);
@@ -152,7 +152,7 @@ START_TEST(hard_links)
 	ck_assert_int_eq(fsnw_remove(w, b), 0);
 	ck_assert_uint_eq(stats_of(w).kernel_watches, 1);
 	write_bytes(dir, "one", "y");
-	n = collect(w, &evs, 16, 300);
+	n = collect_now(w, &evs, 16);
 	ck_assert_int_eq(n, 1);
 	ck_assert_int_eq(evs[0].wid, a);
 	evs_free(evs);
@@ -180,7 +180,7 @@ START_TEST(many_watchers_one_inode)
 	ck_assert_uint_eq(stats_of(w).kernel_watches, 1);
 	ck_assert_uint_eq(stats_of(w).dedup_hits, 199);
 	ck_assert_int_eq(chmod(p, 0600), 0);
-	n = collect(w, &evs, 400, 300);
+	n = collect_now(w, &evs, 400);
 	ck_assert_int_eq(n, 200);
 	for (int i = 0; i < 200; i++)
 		ck_assert_int_eq(count_ev(evs, n, wids[i], FSNW_ATTRIB, NULL), 1);
@@ -219,13 +219,13 @@ START_TEST(no_event_older_than_watch)
 	ck_assert_uint_eq(s1.settles_read - s0.settles_read, 1);
 	ck_assert_uint_eq(s1.settles_ring, s0.settles_ring);
 	ck_assert_uint_ge(s1.sys_read - s0.sys_read, 1);
-	n = collect(w, &evs, 16, 300);
+	n = collect_now(w, &evs, 16);
 	dump_evs(evs, n);
 	ck_assert_int_eq(count_ev(evs, n, a, FSNW_MODIFY, NULL), 1);
 	ck_assert_int_eq(count_ev(evs, n, b, 0, NULL), 0);
 	evs_free(evs);
 	write_bytes(dir, "f", "new");
-	n = collect(w, &evs, 16, 300);
+	n = collect_now(w, &evs, 16);
 	ck_assert_int_eq(count_ev(evs, n, b, FSNW_MODIFY, NULL), 1);
 	evs_free(evs);
 	fsnw_close(w);
@@ -254,7 +254,7 @@ START_TEST(disjoint_masks_no_drain)
 	ck_assert_uint_eq(s1.dedup_hits, s0.dedup_hits + 1);
 	ck_assert_uint_eq(s1.sys_read, s0.sys_read);
 	write_bytes(dir, "f", "x");
-	n = collect(w, &evs, 16, 300);
+	n = collect_now(w, &evs, 16);
 	dump_evs(evs, n);
 	ck_assert_int_eq(count_ev(evs, n, a, FSNW_ATTRIB, NULL), 1);
 	ck_assert_int_eq(count_ev(evs, n, b, FSNW_MODIFY, NULL), 1);
@@ -291,7 +291,7 @@ START_TEST(buffered_records_older_than_add)
 	ck_assert_int_eq(one.wid, a);
 	b = fsnw_add(w, dir, FSNW_CREATE, 0);
 	ck_assert_int_gt(b, 0);
-	n = collect(w, &evs, 64, 300);
+	n = collect_sync(w, &evs, 64, dir);
 	ck_assert_int_eq(count_ev(evs, n, b, 0, NULL), 0);
 	ck_assert_int_eq(count_ev(evs, n, a, FSNW_CREATE, NULL), 19);
 	evs_free(evs);
