@@ -75,13 +75,13 @@ START_TEST(burst_read_late)
 END_TEST
 
 /*
- * seeds/004 after LTP's fanotify05: 16385 files created, then opened, under
- * a directory watch with a 16384-event queue. fsnw_pump keeps the kernel
+ * After LTP's fanotify05: 16385 files created, then opened, under a
+ * directory watch with a 16384-event queue. fsnw_pump keeps the kernel
  * queue empty, so the loss is the user queue's: exactly one overflow, last,
  * after the creates in creation order. (A sentinel would be lost with the
  * opens: collect_now.)
  */
-START_TEST(seed004_limited)
+START_TEST(create_open_queue_limited)
 {
 	const int nfiles = 16385;
 	struct fsnw *w = test_open(0, 16384, 0);
@@ -131,7 +131,8 @@ START_TEST(seed004_limited)
 }
 END_TEST
 
-START_TEST(seed004_unlimited)
+/* The same with an unbounded queue: nothing lost. */
+START_TEST(create_open_queue_unlimited)
 {
 	const int nfiles = 16385;
 	struct fsnw *w = test_open(0, FSNW_QUEUE_UNLIMITED, 0);
@@ -200,8 +201,8 @@ TEST_SUITE(merge)
 	Suite *s = suite_create("merge");
 
 	ADD_TEST(s, burst_read_late);
-	ADD_TEST(s, seed004_limited);
-	ADD_TEST(s, seed004_unlimited);
+	ADD_TEST(s, create_open_queue_limited);
+	ADD_TEST(s, create_open_queue_unlimited);
 	ADD_TEST(s, no_merge_option);
 	return s;
 }
