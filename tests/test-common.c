@@ -106,9 +106,31 @@ static void tmpdir_sweep(void)
 	}
 }
 
+/*
+ * The runner's /dev/shm is a tmpfs of its own, in a mount namespace of its
+ * own, which the tests it forks inherit: a fanotify tree's filesystem mark
+ * hears this runner's files alone, and the mount table that trees follow
+ * changes with its own mounts alone, so runners in parallel do not hear
+ * each other. Without root, the host's /dev/shm, which a user without
+ * root cannot mark as a whole either.
+ */
+static void scratch_isolate(void)
+{
+	if (geteuid() != 0)
+		return;
+	/* Source and type are ignored for a propagation change (valgrind
+	 * objects to NULL). */
+	if (unshare(CLONE_NEWNS) < 0 ||
+	    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("fsnw-scratch", scratch_dirs[0], "tmpfs", 0, "mode=1777") < 0)
+		fprintf(stderr, "scratch directories on the host's %s: %s\n", scratch_dirs[0],
+			strerror(errno));
+}
+
 void tmpdir_init(void)
 {
 	runner = getpid();
+	scratch_isolate();
 	if (atexit(tmpdir_sweep) != 0)
 		fprintf(stderr, "atexit failed: scratch directories of failed tests stay\n");
 }

@@ -45,7 +45,12 @@ struct fsnw *test_open(uint32_t flags, uint32_t capacity, uint32_t idle);
 
 /* A private scratch directory on tmpfs, removed by tmpdir_remove. */
 char *tmpdir_make(void);
-/* In the runner, before any test: it removes at exit what failed tests left. */
+/*
+ * In the runner, before any test: a /dev/shm of the runner's own, in a
+ * mount namespace of its own (as root), so that runners in parallel do not
+ * hear each other's files, not even through a fanotify filesystem mark;
+ * and at exit, the removal of what failed tests left.
+ */
 void tmpdir_init(void);
 void tmpdir_remove(char *dir);
 /*
