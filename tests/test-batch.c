@@ -101,7 +101,7 @@ START_TEST(atomic_rollback)
 	write_bytes(dir, "a", "x");
 	{
 		struct ev *evs;
-		int n = collect(w, &evs, 16, 300);
+		int n = collect_now(w, &evs, 16);
 
 		ck_assert_int_eq(n, 1);
 		ck_assert_int_eq(evs[0].wid, keep);
@@ -143,7 +143,7 @@ START_TEST(duplicates_and_one_drain)
 	write_bytes(dir, "f", "x");
 	{
 		struct ev *evs;
-		int n = collect(w, &evs, 32, 300);
+		int n = collect_now(w, &evs, 32);
 
 		ck_assert_int_eq(n, 10);
 		evs_free(evs);

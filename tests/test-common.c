@@ -3,12 +3,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test-common.h"
@@ -104,9 +106,31 @@ static void tmpdir_sweep(void)
 	}
 }
 
+/*
+ * The runner's /dev/shm is a tmpfs of its own, in a mount namespace of its
+ * own, which the tests it forks inherit: a fanotify tree's filesystem mark
+ * hears this runner's files alone, and the mount table that trees follow
+ * changes with its own mounts alone, so runners in parallel do not hear
+ * each other. Without root, the host's /dev/shm, which a user without
+ * root cannot mark as a whole either.
+ */
+static void scratch_isolate(void)
+{
+	if (geteuid() != 0)
+		return;
+	/* Source and type are ignored for a propagation change (valgrind
+	 * objects to NULL). */
+	if (unshare(CLONE_NEWNS) < 0 ||
+	    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("fsnw-scratch", scratch_dirs[0], "tmpfs", 0, "mode=1777") < 0)
+		fprintf(stderr, "scratch directories on the host's %s: %s\n", scratch_dirs[0],
+			strerror(errno));
+}
+
 void tmpdir_init(void)
 {
 	runner = getpid();
+	scratch_isolate();
 	if (atexit(tmpdir_sweep) != 0)
 		fprintf(stderr, "atexit failed: scratch directories of failed tests stay\n");
 }
@@ -182,36 +206,144 @@ void make_dirs(const char *root, const char *rel)
 	ck_assert_msg(mkdir(p, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", p, strerror(errno));
 }
 
+/* The events of one collect, copied out of the library's. */
+struct evbuf {
+	struct ev *evs;
+	int n, max;
+	bool strict; /* more than max fail the test (else they are not read) */
+};
+
+static void evbuf_init(struct evbuf *b, int max, bool strict)
+{
+	b->evs = calloc((size_t)(max > 0 ? max : 1), sizeof(*b->evs));
+	ck_assert_ptr_nonnull(b->evs);
+	b->n = 0;
+	b->max = max;
+	b->strict = strict;
+}
+
+static bool sentinel_name(const char *name)
+{
+	return name && !strncmp(name, SENTINEL_PREFIX, strlen(SENTINEL_PREFIX));
+}
+
+bool is_sentinel(const struct fsnw_event *e)
+{
+	return sentinel_name(e->name);
+}
+
+static void evbuf_add(struct evbuf *b, const struct fsnw_event *fe)
+{
+	struct ev *e;
+
+	if (is_sentinel(fe))
+		return;
+	if (b->n == b->max)
+		dump_evs(b->evs, b->n);
+	ck_assert_msg(b->n < b->max, "more than the %d events the test has room for", b->max);
+	e = &b->evs[b->n++];
+	e->wid = fe->wid;
+	e->mask = fe->mask;
+	e->cookie = fe->cookie;
+	e->count = fe->count;
+	if (fe->path)
+		snprintf(e->path, sizeof(e->path), "%s", fe->path);
+	e->has_name = fe->name != NULL;
+	if (fe->name)
+		snprintf(e->name, sizeof(e->name), "%s", fe->name);
+}
+
+/* How many events the next read may return: all a strict buffer reads, to
+ * find the sentinel (or fail on too many); what is left of a lax one. */
+static size_t evbuf_room(const struct evbuf *b, size_t cap)
+{
+	size_t left = (size_t)(b->max - b->n);
+
+	return b->strict || left > cap ? cap : left;
+}
+
+/* One read into b; returns what fsnw_read did, -EAGAIN (a handle opened
+ * FSNW_OPEN_NONBLOCK with nothing ready) as 0. */
+static int evbuf_read(struct evbuf *b, struct fsnw *w, int timeout_ms, const char *sentinel,
+		      bool *seen)
+{
+	struct fsnw_event buf[64];
+	int got = fsnw_read(w, buf, evbuf_room(b, 64), timeout_ms);
+
+	if (got == -EAGAIN)
+		return 0;
+	ck_assert_msg(got >= 0, "fsnw_read: %s", strerror(-got));
+	for (int i = 0; i < got; i++) {
+		if (sentinel && (buf[i].mask & FSNW_CREATE) && buf[i].name &&
+		    !strcmp(buf[i].name, sentinel))
+			*seen = true;
+		evbuf_add(b, &buf[i]);
+	}
+	return got;
+}
+
+static void evbuf_drain(struct evbuf *b, struct fsnw *w)
+{
+	while ((b->strict || b->n < b->max) && evbuf_read(b, w, 0, NULL, NULL) > 0)
+		;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int collect_sync(struct fsnw *w, struct ev **out, int max, const char *dir)
+{
+	static unsigned serial;
+	char name[64], p[PATH_MAX];
+	uint64_t deadline = now_ms() + SYNC_TIMEOUT_MS;
+	struct evbuf b;
+	bool seen = false;
+
+	snprintf(name, sizeof(name), SENTINEL_PREFIX "%ld-%u", (long)getpid(), ++serial);
+	ck_assert_msg(mknod(pjoin(p, dir, name), S_IFREG | 0644, 0) == 0, "sentinel %s: %s", p,
+		      strerror(errno));
+	evbuf_init(&b, max, true);
+	while (!seen) {
+		uint64_t now = now_ms();
+
+		if (now >= deadline)
+			dump_evs(b.evs, b.n);
+		ck_assert_msg(now < deadline, "no sentinel event from %s in %d ms", p,
+			      SYNC_TIMEOUT_MS);
+		/* With nothing to read, a handle opened FSNW_OPEN_NONBLOCK
+		 * returns at once: a millisecond before it tries again. */
+		if (evbuf_read(&b, w, (int)(deadline - now), name, &seen) == 0 && !seen)
+			(void)poll(NULL, 0, 1);
+	}
+	evbuf_drain(&b, w);
+	*out = b.evs;
+	return b.n;
+}
+
+int collect_now(struct fsnw *w, struct ev **out, int max)
+{
+	struct evbuf b;
+
+	evbuf_init(&b, max, true);
+	evbuf_drain(&b, w);
+	*out = b.evs;
+	return b.n;
+}
+
 int collect(struct fsnw *w, struct ev **out, int max, int quiet_ms)
 {
-	struct ev *evs = calloc((size_t)max, sizeof(*evs));
-	struct fsnw_event buf[64];
-	int n = 0;
+	struct evbuf b;
 
-	ck_assert_ptr_nonnull(evs);
-	while (n < max) {
-		size_t want = (size_t)(max - n) < 64 ? (size_t)(max - n) : 64;
-		int got = fsnw_read(w, buf, want, quiet_ms);
-
-		ck_assert_msg(got >= 0, "fsnw_read: %s", strerror(-got));
-		if (got == 0)
-			break;
-		for (int i = 0; i < got; i++) {
-			struct ev *e = &evs[n++];
-
-			e->wid = buf[i].wid;
-			e->mask = buf[i].mask;
-			e->cookie = buf[i].cookie;
-			e->count = buf[i].count;
-			if (buf[i].path)
-				snprintf(e->path, sizeof(e->path), "%s", buf[i].path);
-			e->has_name = buf[i].name != NULL;
-			if (buf[i].name)
-				snprintf(e->name, sizeof(e->name), "%s", buf[i].name);
-		}
-	}
-	*out = evs;
-	return n;
+	evbuf_init(&b, max, false);
+	while (b.n < b.max && evbuf_read(&b, w, quiet_ms, NULL, NULL) > 0)
+		;
+	*out = b.evs;
+	return b.n;
 }
 
 void evs_free(struct ev *evs)
@@ -270,6 +402,35 @@ void pump(struct fsnw *w)
 	int ret = fsnw_pump(w);
 
 	ck_assert_msg(ret >= 0, "fsnw_pump: %s", strerror(-ret));
+}
+
+static char thread_state(pid_t tid)
+{
+	char p[64], buf[512], *close_paren;
+	FILE *f;
+	size_t len;
+
+	snprintf(p, sizeof(p), "/proc/self/task/%ld/stat", (long)tid);
+	f = fopen(p, "r");
+	ck_assert_msg(f != NULL, "%s: %s", p, strerror(errno));
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = '\0';
+	/* "tid (comm) S ...": the name may hold anything, ')' included. */
+	close_paren = strrchr(buf, ')');
+	ck_assert_ptr_nonnull(close_paren);
+	return close_paren[1] == ' ' ? close_paren[2] : '?';
+}
+
+void thread_wait_asleep(pid_t tid)
+{
+	uint64_t deadline = now_ms() + SYNC_TIMEOUT_MS;
+
+	while (thread_state(tid) != 'S') {
+		ck_assert_msg(now_ms() < deadline, "thread %ld not asleep in %d ms", (long)tid,
+			      SYNC_TIMEOUT_MS);
+		sched_yield();
+	}
 }
 
 /* Open fds of this process whose /proc link is `kind` (all when NULL),
@@ -376,7 +537,7 @@ static void view_scan(struct view *v, const char *rel)
 	while ((e = readdir(d))) {
 		struct stat st;
 
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || sentinel_name(e->d_name))
 			continue;
 		if (snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", e->d_name) >=
 			    (int)sizeof(sub) ||
@@ -458,7 +619,8 @@ void view_apply(struct view *v, const struct ev *evs, int n)
 			view_rescan(v);
 			continue;
 		}
-		if (!e->has_name || !(e->mask & (FSNW_CREATE | FSNW_DELETE | FSNW_MOVE)))
+		if (!e->has_name || !(e->mask & (FSNW_CREATE | FSNW_DELETE | FSNW_MOVE)) ||
+		    sentinel_name(e->name))
 			continue;
 		if (!(e->mask & FSNW_MOVED_TO) || e->cookie != v->cookie)
 			drop_moved(v);

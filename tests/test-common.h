@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "fsnwatch.h"
 
@@ -44,7 +45,12 @@ struct fsnw *test_open(uint32_t flags, uint32_t capacity, uint32_t idle);
 
 /* A private scratch directory on tmpfs, removed by tmpdir_remove. */
 char *tmpdir_make(void);
-/* In the runner, before any test: it removes at exit what failed tests left. */
+/*
+ * In the runner, before any test: a /dev/shm of the runner's own, in a
+ * mount namespace of its own (as root), so that runners in parallel do not
+ * hear each other's files, not even through a fanotify filesystem mark;
+ * and at exit, the removal of what failed tests left.
+ */
 void tmpdir_init(void);
 void tmpdir_remove(char *dir);
 /*
@@ -75,10 +81,51 @@ struct ev {
 };
 
 /*
- * Read events until none has come for quiet_ms (or max are held); returns
- * how many. The array is allocated and freed with evs_free.
+ * Reading what a test's changes made: sync, don't sleep. Each of these
+ * returns how many events it read into *out, an array freed with
+ * evs_free, and leaves out the sentinels' events (see below) whatever
+ * watch they came through.
+ *
+ * collect_sync(w, &evs, max, dir) makes a sentinel change after the test's
+ * and reads until the sentinel's event arrives. A group's events come out
+ * in the order the kernel queued them, and the library keeps that order, so
+ * by then every event of a change made before the sentinel, by any thread or
+ * process, has been read. The sentinel is a new file in dir, made with
+ * mknod (one FSNW_CREATE: no open, no close), named SENTINEL_PREFIX, the
+ * pid and a number; dir must be covered by a watch of w that asks for
+ * FSNW_CREATE, a plain watch of dir or a tree that holds it. What the
+ * kernel queued with the sentinel (its copies for other watches of dir) is
+ * read after it, with a timeout of 0; the events returned are all those
+ * read, up to that point. More than max events, or no sentinel within
+ * SYNC_TIMEOUT_MS, fail the test. The file stays (removing it would make
+ * an event of its own): tmpdir_remove takes it, and a struct view leaves
+ * such names out. The handle counts the sentinel's event in its stats
+ * like any other (events_read), and loses it as it loses others when its
+ * kernel queue or a bounded library queue is full: a test that counts
+ * events read, or that overflows a queue, uses collect_now.
+ *
+ * collect_now(w, &evs, max) reads what the handle has now: reads with a
+ * timeout of 0 until one returns none (more than max events fail the
+ * test). That is a sync point without a sentinel for changes the test made
+ * itself: inotify and fanotify queue an event before the system call that
+ * causes it returns (a close's too: the last fput runs before the return to
+ * user space), so the kernel holds them all when it starts, and the read
+ * that finds none has routed them all. fsnw_wake and a read with a timeout
+ * would do the same, at the cost of eventfd calls that tests counting
+ * syscalls see. Not for changes made by another thread or process.
+ *
+ * collect(w, &evs, max, quiet_ms) reads until no event has come for
+ * quiet_ms, or max are held. A quiet wait proves nothing and costs time:
+ * only a test that asserts an absence no sentinel can prove uses it, and
+ * says so where it does.
  */
+#define SENTINEL_PREFIX "fsnw-sentinel-"
+#define SYNC_TIMEOUT_MS 30000
+int collect_sync(struct fsnw *w, struct ev **out, int max, const char *dir);
+int collect_now(struct fsnw *w, struct ev **out, int max);
 int collect(struct fsnw *w, struct ev **out, int max, int quiet_ms);
+/* Is this event about a sentinel (a name that starts with SENTINEL_PREFIX)? */
+bool is_sentinel(const struct fsnw_event *e);
 void evs_free(struct ev *evs);
 /* Index of the first event from `from` on that matches, or -1. name NULL: any. */
 int find_ev(const struct ev *evs, int n, int from, int wid, uint32_t mask, const char *name);
@@ -96,6 +143,15 @@ struct fsnw_stats stats_of(struct fsnw *w);
  */
 void pump(struct fsnw *w);
 
+/*
+ * Wait until the thread tid of this process sleeps (its state in
+ * /proc/self/task is S): a sync on a thread having gone to sleep in a call,
+ * where the test knows it has no other place to sleep. Under valgrind,
+ * whose threads sleep in turn, it may return before. Fails the test after
+ * SYNC_TIMEOUT_MS.
+ */
+void thread_wait_asleep(pid_t tid);
+
 /* Number of open file descriptors of this process. */
 int fd_count(void);
 /* Of those, io_uring instances (the handles' readiness rings). */
@@ -107,7 +163,8 @@ int io_uring_fds(void);
  * MOVED_TO), a directory moved in listed from disk, a rescan on overflow.
  * Entries are "d rel/path" or "f rel/path", relative to the root. A test
  * that compares it with the disk asserts what a tree promises, whatever
- * events a backend uses to keep it.
+ * events a backend uses to keep it. Sentinels (collect_sync) are in
+ * neither: their names are left out of listings and events alike.
  */
 struct view {
 	char root[PATH_MAX];

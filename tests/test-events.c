@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test-common.h"
@@ -33,7 +34,7 @@ START_TEST(file_events)
 	close(fd);
 	pump(w);
 	ck_assert_int_eq(chmod(p, 0600), 0);
-	n = collect(w, &evs, 32, 300);
+	n = collect_now(w, &evs, 32);
 	dump_evs(evs, n);
 	ck_assert_int_eq(n, 5);
 	ck_assert_uint_eq(evs[0].mask, FSNW_OPEN);
@@ -72,7 +73,7 @@ START_TEST(dir_events)
 	ck_assert_int_eq(unlink(b), 0);
 	pump(w);
 	ck_assert_int_eq(rmdir(pjoin(a, dir, "sub")), 0);
-	n = collect(w, &evs, 32, 300);
+	n = collect_sync(w, &evs, 32, dir);
 	dump_evs(evs, n);
 	ck_assert_int_eq(n, 6);
 	i = find_ev(evs, n, 0, wid, FSNW_CREATE, "a");
@@ -110,7 +111,7 @@ START_TEST(delete_self_then_ignored)
 	ck_assert_int_gt(a, 0);
 	ck_assert_int_gt(b, 0);
 	ck_assert_int_eq(unlink(p), 0);
-	n = collect(w, &evs, 32, 300);
+	n = collect_now(w, &evs, 32);
 	dump_evs(evs, n);
 	/* a: ATTRIB (link count), DELETE_SELF, IGNORED. b: IGNORED only. */
 	ck_assert_int_eq(count_ev(evs, n, a, FSNW_DELETE_SELF, NULL), 1);
@@ -145,7 +146,7 @@ START_TEST(own_mask_only)
 	b = fsnw_add(w, p, FSNW_ATTRIB, 0);
 	write_bytes(dir, "f", "x");
 	ck_assert_int_eq(chmod(p, 0600), 0);
-	n = collect(w, &evs, 32, 300);
+	n = collect_now(w, &evs, 32);
 	dump_evs(evs, n);
 	ck_assert_int_eq(n, 2);
 	ck_assert_int_eq(count_ev(evs, n, a, FSNW_MODIFY, NULL), 1);
@@ -172,7 +173,10 @@ START_TEST(nothing_after_remove)
 	ck_assert_int_eq(fsnw_remove(w, a), 0);
 	touch(dir, "after"); /* still in the kernel when a goes... */
 	ck_assert_int_eq(fsnw_remove(w, b), 0);
-	n = collect(w, &evs, 16, 300);
+	/* An absence, with no watch left to carry a sentinel: "after" is in the
+	 * kernel's queue when collect_now starts, and its read takes it out
+	 * (dropped_removed counts it), so nothing of it is still to come. */
+	n = collect_now(w, &evs, 16);
 	dump_evs(evs, n);
 	ck_assert_int_eq(n, 0);
 	ck_assert_int_eq(fsnw_read(w, ev, 4, 0), 0);
@@ -197,7 +201,9 @@ START_TEST(remove_after_kernel_drop)
 	/* The kernel has dropped the watch; its IN_IGNORED is unread. Removing
 	 * it races that drop and must still succeed. */
 	ck_assert_int_eq(fsnw_remove(w, wid), 0);
-	n = collect(w, &evs, 16, 300);
+	/* An absence: the unlink queued the IGNORED before it returned, so
+	 * collect_now's reads meet it, and must not deliver it. */
+	n = collect_now(w, &evs, 16);
 	ck_assert_int_eq(count_ev(evs, n, wid, 0, NULL), 0);
 	/* Pumped first, then removed: the queued IGNORED goes too. */
 	touch(dir, "g");
@@ -206,7 +212,7 @@ START_TEST(remove_after_kernel_drop)
 	ck_assert_int_gt(fsnw_pump(w), 0);
 	ck_assert_int_eq(fsnw_remove(w, wid), 0);
 	evs_free(evs);
-	n = collect(w, &evs, 16, 300);
+	n = collect_now(w, &evs, 16);
 	ck_assert_int_eq(n, 0);
 	ck_assert_uint_eq(stats_of(w).logical_watches, 0);
 	ck_assert_uint_eq(stats_of(w).kernel_watches, 0);
@@ -233,7 +239,7 @@ START_TEST(oneshot)
 	write_bytes(dir, "f", "1");
 	ck_assert_int_gt(fsnw_pump(w), 0);
 	write_bytes(dir, "f", "2");
-	n = collect(w, &evs, 16, 300);
+	n = collect_now(w, &evs, 16);
 	dump_evs(evs, n);
 	ck_assert_int_eq(count_ev(evs, n, once, FSNW_MODIFY, NULL), 1);
 	ck_assert_int_eq(count_ev(evs, n, once, FSNW_IGNORED, NULL), 1);
@@ -278,7 +284,7 @@ START_TEST(kernel_overflow)
 			ck_assert_int_eq(mknodat(fd, p, S_IFREG | 0644, 0), 0);
 		}
 		close(fd);
-		n = collect(w, &evs, max_events + 64, 300);
+		n = collect_now(w, &evs, max_events + 64);
 		ck_assert_int_eq(count_ev(evs, n, wid, FSNW_CREATE, NULL), max_events);
 	} else {
 		touch(dir, "f");
@@ -289,7 +295,7 @@ START_TEST(kernel_overflow)
 			ck_assert_int_eq(pread(fd, &c, 1, 0), 1);
 		}
 		close(fd);
-		n = collect(w, &evs, 64, 300);
+		n = collect_now(w, &evs, 64);
 		dump_evs(evs, n);
 		ck_assert_int_eq(count_ev(evs, n, wid, FSNW_MODIFY, NULL), 1);
 		ck_assert_int_eq(count_ev(evs, n, wid, FSNW_ACCESS, NULL), 1);
@@ -336,7 +342,7 @@ START_TEST(excl_unlink_does_not_spread)
 		ck_assert_int_eq(unlink(p), 0);
 		ck_assert_int_eq(write(fd, "x", 1), 1);
 		close(fd);
-		n = collect(w, &evs, 16, 300);
+		n = collect_now(w, &evs, 16);
 		dump_evs(evs, n);
 		ck_assert_int_eq(count_ev(evs, n, plain, FSNW_MODIFY, "f"), 1);
 		evs_free(evs);
@@ -387,7 +393,7 @@ START_TEST(ignored_lost_in_kernel_overflow)
 	}
 	close(fd);
 	ck_assert_int_eq(unlink(doomed), 0); /* its notices find the queue full */
-	n = collect(w, &evs, 64, 300);
+	n = collect_now(w, &evs, 64);
 	dump_evs(evs, n);
 	ck_assert_int_eq(count_ev(evs, n, 0, FSNW_OVERFLOW, NULL), 1);
 	ck_assert_int_eq(count_ev(evs, n, d, FSNW_IGNORED, NULL), 1);
@@ -396,6 +402,59 @@ START_TEST(ignored_lost_in_kernel_overflow)
 	ck_assert_int_eq(fsnw_remove(w, d), -ENOENT);
 	ck_assert_int_eq(fsnw_remove(w, b), 0);
 	evs_free(evs);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+/*
+ * The test helpers' sync point: what another process made before the
+ * sentinel has all been read when collect_sync returns, and the sentinel's
+ * copies (one for each watch of its directory) are read with it, not after.
+ */
+START_TEST(sentinel_follows_other_process)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	struct fsnw_event ev[4];
+	struct ev *evs;
+	int a, b, n, status;
+	pid_t pid;
+
+	a = fsnw_add(w, dir, FSNW_CREATE, 0);
+	b = fsnw_add(w, dir, FSNW_CREATE | FSNW_DELETE, 0);
+	ck_assert_int_gt(a, 0);
+	ck_assert_int_gt(b, 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		for (int i = 0; i < 50; i++) {
+			char p[PATH_MAX];
+
+			snprintf(p, sizeof(p), "%s/c%d", dir, i);
+			if (mknod(p, S_IFREG | 0644, 0) < 0)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	n = collect_sync(w, &evs, 128, dir);
+	dump_evs(evs, n);
+	ck_assert_int_eq(n, 100);
+	ck_assert_int_eq(count_ev(evs, n, a, FSNW_CREATE, NULL), 50);
+	ck_assert_int_eq(count_ev(evs, n, b, FSNW_CREATE, NULL), 50);
+	for (int i = 0; i < n; i++)
+		ck_assert_msg(strncmp(evs[i].name, SENTINEL_PREFIX, strlen(SENTINEL_PREFIX)),
+			      "a sentinel's event returned");
+	evs_free(evs);
+	/* Nothing of the sentinel is left for the next read. */
+	ck_assert_int_eq(fsnw_read(w, ev, 4, 0), 0);
+	/* A second one in the same directory: a name of its own. */
+	n = collect_sync(w, &evs, 8, dir);
+	ck_assert_int_eq(n, 0);
+	evs_free(evs);
+	ck_assert_int_eq(fsnw_read(w, ev, 4, 0), 0);
 	fsnw_close(w);
 	tmpdir_remove(dir);
 }
@@ -415,5 +474,6 @@ TEST_SUITE(events)
 	ADD_TEST(s, kernel_overflow);
 	ADD_TEST(s, excl_unlink_does_not_spread);
 	ADD_TEST(s, ignored_lost_in_kernel_overflow);
+	ADD_TEST(s, sentinel_follows_other_process);
 	return s;
 }

@@ -4,8 +4,11 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "test-common.h"
@@ -14,6 +17,7 @@ struct reader {
 	struct fsnw *w;
 	int ret;
 	size_t max; /* events a read may return, at most 8 */
+	atomic_int tid;
 };
 
 static void *read_forever(void *arg)
@@ -21,27 +25,33 @@ static void *read_forever(void *arg)
 	struct reader *r = arg;
 	struct fsnw_event ev[8];
 
+	atomic_store(&r->tid, (int)syscall(SYS_gettid));
 	r->ret = fsnw_read(r->w, ev, r->max, -1);
 	return NULL;
 }
 
 /*
  * Twenty rounds of a reader started in a thread of its own (max events a
- * read), poked from here at once or, every other round, once it is most
- * likely asleep; its read must return `expect`.
+ * read), poked from here at once or, every other round, once it is asleep
+ * in its read; its read must return `expect`.
  */
 static void poke_sleeping_reader(struct fsnw *w, size_t max, int expect,
 				 void (*poke)(struct fsnw *w, const char *dir, int round),
 				 const char *dir)
 {
-	struct reader r = { w, -1, max };
+	struct reader r = { w, -1, max, 0 };
 	pthread_t t;
 
 	for (int round = 0; round < 20; round++) {
 		r.ret = -1;
+		atomic_store(&r.tid, 0);
 		ck_assert_int_eq(pthread_create(&t, NULL, read_forever, &r), 0);
-		if (round % 2)
-			usleep(2000); /* asleep by now, most likely */
+		if (round % 2) {
+			while (!atomic_load(&r.tid))
+				sched_yield();
+			/* Nothing but its read sleeps: asleep in the poll. */
+			thread_wait_asleep(atomic_load(&r.tid));
+		}
 		poke(w, dir, round);
 		ck_assert_int_eq(pthread_join(t, NULL), 0);
 		ck_assert_int_eq(r.ret, expect);

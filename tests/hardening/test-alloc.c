@@ -227,7 +227,7 @@ static void usable_on_file(struct fx *f, int wid)
 	int n;
 
 	write_bytes(f->dir, "f", "x");
-	n = collect(f->w, &evs, 64, 0);
+	n = collect_now(f->w, &evs, 64);
 	ck_assert_int_ge(find_ev(evs, n, 0, wid, FSNW_MODIFY, NULL), 0);
 	evs_free(evs);
 }
@@ -282,7 +282,7 @@ static void after_add_dedup(struct fx *f, int ret, bool hit)
 	} else {
 		check_consistent(f->w, 2);
 	}
-	n = collect(f->w, &evs, 4 * NFILES, 0);
+	n = collect_now(f->w, &evs, 4 * NFILES);
 	check_wids(evs, n, live, ret > 0 ? 2 : 1);
 	/* Events older than the new watch are the old watch's alone. */
 	if (ret > 0)
@@ -295,7 +295,7 @@ static void after_add_dedup(struct fx *f, int ret, bool hit)
 		check_consistent(f->w, 2);
 	}
 	touch(f->dir, "after");
-	n = collect(f->w, &evs, 16, 0);
+	n = collect_now(f->w, &evs, 16);
 	ck_assert_int_ge(find_ev(evs, n, 0, ret, FSNW_CREATE, "after"), 0);
 	ck_assert_int_ge(find_ev(evs, n, 0, f->wid[0], FSNW_CREATE, "after"), 0);
 	evs_free(evs);
@@ -398,7 +398,7 @@ static void after_add_tree(struct fx *f, int ret, bool hit)
 		check_consistent(f->w, 3);
 		ck_assert_uint_eq(stats_of(f->w).kernel_watches, 9); /* d, s0..s3, their t */
 	}
-	n = collect(f->w, &evs, 8 * NFILES, 0);
+	n = collect_now(f->w, &evs, 8 * NFILES);
 	/* Nothing for a wid that was never handed out. */
 	check_wids(evs, n, live, ret > 0 ? 3 : 2);
 	check_creates_covered(evs, n, f->wid[0]);
@@ -410,7 +410,7 @@ static void after_add_tree(struct fx *f, int ret, bool hit)
 		ck_assert_uint_eq(stats_of(f->w).kernel_watches, 9);
 	}
 	touch(pjoin(p, f->paths[0], "s3/t"), "after");
-	n = collect(f->w, &evs, 64, 0);
+	n = collect_now(f->w, &evs, 64);
 	ck_assert_int_ge(find_ev(evs, n, 0, ret, FSNW_CREATE, "after"), 0);
 	evs_free(evs);
 }
@@ -571,7 +571,7 @@ static void after_remove(struct fx *f, int ret, bool hit)
 	ck_assert_int_eq(ret, 0);
 	check_consistent(f->w, 0);
 	write_bytes(f->dir, "f", "y");
-	n = collect(f->w, &evs, 16, 0);
+	n = collect_now(f->w, &evs, 16);
 	ck_assert_int_eq(n, 0); /* nothing for the removed wid, not even the old event */
 	evs_free(evs);
 	ck_assert_int_eq(fsnw_remove(f->w, f->wid[0]), -ENOENT);
@@ -622,7 +622,7 @@ static void after_remove_drains(struct fx *f, int ret, bool hit)
 	/* The remove did read the kernel (else this test tests nothing). */
 	ck_assert_uint_gt(stats_of(f->w).sys_read, f->before.sys_read);
 	check_consistent(f->w, 1);
-	n = collect(f->w, &evs, 4 * NFILES, 0);
+	n = collect_now(f->w, &evs, 4 * NFILES);
 	check_wids(evs, n, &f->wid[1], 1);
 	check_creates_covered(evs, n, f->wid[1]);
 	evs_free(evs);
@@ -718,7 +718,7 @@ static void after_events(struct fx *f, int ret, bool hit)
 	ck_assert_int_ge(ret, 0);
 	check_consistent(f->w, 2);
 	/* The whole stream: what the call returned (fsnw_read) and the rest. */
-	nrest = collect(f->w, &rest, 8 * NFILES, 0);
+	nrest = collect_now(f->w, &rest, 8 * NFILES);
 	evs = f->first;
 	memcpy(evs + f->nfirst, rest, (size_t)nrest * sizeof(*rest));
 	n = f->nfirst + nrest;
@@ -736,7 +736,7 @@ static void after_events(struct fx *f, int ret, bool hit)
 	evs_free(evs);
 	if (!strict_tree_follow) {
 		touch(f->paths[0], "later");
-		n = collect(f->w, &evs, 64, 0);
+		n = collect_now(f->w, &evs, 64);
 		check_wids(evs, n, f->wid, 2);
 		ck_assert_int_ge(find_ev(evs, n, 0, f->wid[0], FSNW_CREATE, "later"), 0);
 		evs_free(evs);
@@ -753,7 +753,7 @@ static void after_events(struct fx *f, int ret, bool hit)
 		touch(pjoin(p, f->paths[1], sub), "later");
 	}
 	touch(f->paths[0], "later");
-	n = collect(f->w, &evs, 64, 0);
+	n = collect_now(f->w, &evs, 64);
 	check_wids(evs, n, f->wid, 2);
 	ck_assert_int_ge(find_ev(evs, n, 0, f->wid[0], FSNW_CREATE, "later"), 0);
 	if (count_ev(evs, n, f->wid[1], FSNW_CREATE, "later") != 2)

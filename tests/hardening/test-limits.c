@@ -434,7 +434,7 @@ START_TEST(watched_file_deleted)
 	ck_assert_uint_eq(stats_of(w).kernel_watches, 1);
 	ck_assert_int_eq(unlink(p), 0);
 	ck_assert_int_eq(unlink(l), 0);
-	n = collect(w, &evs, 64, 0);
+	n = collect_now(w, &evs, 64);
 	for (int i = 0; i < 3; i++) {
 		int del = find_ev(evs, n, 0, wids[i], FSNW_DELETE_SELF, NULL);
 		int ign = find_ev(evs, n, 0, wids[i], FSNW_IGNORED, NULL);
@@ -478,7 +478,7 @@ START_TEST(directory_renamed_away)
 	ck_assert_uint_eq(stats_of(w).kernel_watches, 3); /* root, d (shared), d/e */
 
 	ck_assert_int_eq(rename(d, pjoin(away, dir, "away")), 0);
-	n = collect(w, &evs, 64, 0);
+	n = collect_now(w, &evs, 64);
 	ck_assert_int_ge(find_ev(evs, n, 0, tree, FSNW_MOVED_FROM | FSNW_ISDIR, "d"), 0);
 	ck_assert_int_ge(find_ev(evs, n, 0, plain, FSNW_MOVE_SELF, NULL), 0);
 	evs_free(evs);
@@ -488,7 +488,7 @@ START_TEST(directory_renamed_away)
 
 	touch(away, "x");
 	touch(pjoin(p, away, "e"), "y");
-	n = collect(w, &evs, 64, 0);
+	n = collect_now(w, &evs, 64);
 	ck_assert_int_ge(find_ev(evs, n, 0, plain, FSNW_CREATE, "x"), 0);
 	ck_assert_int_eq(count_ev(evs, n, tree, 0, NULL), 0); /* moved out: silent */
 	ck_assert_int_eq(n, 1);
@@ -528,7 +528,7 @@ static uint64_t remove_racing_drop(uint32_t idle, bool pumped)
 	if (pumped)
 		ck_assert_int_gt(fsnw_pump(w), 0); /* IGNORED queued for a and b, unread */
 	ck_assert_int_eq(fsnw_remove(w, a), 0);
-	n = collect(w, &evs, 64, 0);
+	n = collect_now(w, &evs, 64);
 	ck_assert_int_eq(count_ev(evs, n, a, 0, NULL), 0);
 	ck_assert_int_eq(count_ev(evs, n, b, FSNW_IGNORED, NULL), 1);
 	evs_free(evs);
@@ -544,7 +544,7 @@ static uint64_t remove_racing_drop(uint32_t idle, bool pumped)
 	if (pumped)
 		fsnw_pump(w);
 	ck_assert_int_eq(fsnw_remove(w, a), 0);
-	n = collect(w, &evs, 64, 0);
+	n = collect_now(w, &evs, 64);
 	ck_assert_int_eq(n, 0);
 	evs_free(evs);
 	ck_assert_uint_eq(stats_of(w).kernel_watches, 0);
