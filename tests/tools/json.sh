@@ -2,14 +2,14 @@
 # SPDX-License-Identifier: MIT
 # fsnw-wait --json: every line is one JSON object with the documented
 # members and types; names come back byte for byte; moves carry a shared
-# cookie; merged repeats carry their count; synthetic creates say so.
+# cookie; repeats merged (--merge) carry their count; synthetic creates say so.
 . "$(dirname "$0")/lib.sh"
 
 command -v python3 >/dev/null || skip "python3 is needed to parse JSON"
 
 W=$TMP/w
 mkdir "$W"
-start FW "$TMP/out" "$TMP/err" "$FSNW_WAIT" -m -r --json "$W"
+start FW "$TMP/out" "$TMP/err" "$FSNW_WAIT" -m -r --merge --json "$W"
 wait_for "$TMP/err" '^Watches established\.$'
 
 # While it is stopped, everything waits in the kernel queue, so what follows
@@ -29,7 +29,8 @@ touch "$W/q\"uote\\back" "$W/$(printf 'nl\nx\ttab\001')" "$W/$(printf 'bad\377\3
 mv "$W/a" "$W/moved"
 touch "$W/end"
 wait_for "$TMP/out" '"name":"end","events":\["CLOSE_WRITE"\]'
-stop "$FW" || fail "fsnw-wait -m exited $? on SIGTERM"
+stop "$FW"
+[ $? = 143 ] || fail "fsnw-wait -m did not die of SIGTERM"
 
 python3 - "$TMP/out" "$W" <<'EOF' || fail "JSON lines are not as documented"
 import json, os, sys
@@ -68,3 +69,4 @@ assert frm and to and frm[0]["cookie"] and frm[0]["cookie"] == to[0]["cookie"], 
 assert all(e["cookie"] == 0 for e in evs if not {"MOVED_FROM", "MOVED_TO"} & set(e["events"]))
 print(f"{len(evs)} JSON lines as documented")
 EOF
+

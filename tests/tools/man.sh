@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # fsnw-wait(1) and fsnw-tree(1) render without a warning, and document
-# every option their --help lists.
+# every option their --help lists; fsnw-wait(1) lists its differences from
+# inotifywait.
 . "$(dirname "$0")/lib.sh"
 
 : "${FSNW_MAN_DIR:?}"
@@ -32,4 +33,15 @@ check_options() {
 }
 check_options "$FSNW_WAIT" "${pages[0]}"
 check_options "$FSNW_TREE" "${pages[1]}"
+grep -q '^\.SH DIFFERENCES FROM INOTIFYWAIT$' "${pages[0]}" || fail "fsnw-wait(1) lists no differences"
+# Every option of inotifywait has its entry, beside its equivalent.
+for pair in "inotifywait ${pages[0]}"; do
+	read -r tool page <<<"$pair"
+	command -v "$tool" >/dev/null || continue
+	for opt in $("$tool" --help 2>/dev/null | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+		grep -qF -- "${opt//-/\\-}" "$page" || fail "$page does not document $tool's $opt"
+	done
+	n=$(grep -c "^$tool: " "$page")
+	((n >= 15)) || fail "$page: only $n options beside their $tool equivalent"
+done
 echo "man pages: no warnings, every option documented"
