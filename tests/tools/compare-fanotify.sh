@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# fsnw-wait -F and -S against fsnotifywait, byte for byte: the absolute
-# directory and the name. -S
+# fsnw-wait -F and -S against fsnotifywait, and fsnw-watch -S against
+# fsnotifywatch, byte for byte: the absolute directory and the name. -S
 # watches a whole filesystem: a tmpfs of the test's own, in a mount
 # namespace of its own. Each operation makes one event, and the next waits
 # until both have printed it: fanotify merges the events of one object
@@ -111,14 +111,57 @@ step "t/b2/ CREATE g\$" mkfifo t/b2/g
 step "t/a/ ATTRIB,ISDIR $" chmod 700 t/a
 end_fan
 
-# 4. Without privileges (CAP_SYS_ADMIN) a filesystem cannot be marked:
+# 4. fsnw-watch -S against fsnotifywatch -S: a row per name, absolute. Each
+# operation makes one event, and the next waits until both have counted it
+# (a table on SIGUSR1 shows its row).
+watch_step() {
+	local re=$1
+	shift
+	"$@" || fail "watch: $*"
+	usr1_until "$IW" "$TMP/watch.iw.out" "$re"
+	usr1_until "$FW" "$TMP/watch.fw.out" "$re"
+}
+mkdir -p s/a s/b
+touch s/f
+PAIR=watch
+start IW "$TMP/watch.iw.out" "$TMP/watch.iw.err" stdbuf -oL fsnotifywatch -S -e create,attrib,modify s/f
+start FW "$TMP/watch.fw.out" "$TMP/watch.fw.err" "$FSNW_WATCH" -S -e create,attrib,modify s/f
+wait_for "$TMP/watch.iw.err" '^Finished establishing watches'
+wait_for "$TMP/watch.fw.err" '^Finished establishing watches'
+watch_step " $M/s/a/x\$" mkdir s/a/x
+watch_step " $M/s/b/\$" chmod 700 s/b
+watch_step "^1 .* $M/s/f\$" chmod 600 s/f
+watch_step "^2 .* $M/s/f\$" sh -c 'echo x >>s/f'
+for n in "${NAMES[@]}"; do
+	watch_step " $(ere_quote "$M/s/b/$n")\$" mkfifo "s/b/$n"
+done
+watch_step " $M/other/y/\$" chmod 700 other/y
+stop "$IW" INT
+rc1=$?
+stop "$FW" INT
+rc2=$?
+[ "$rc1" = "$rc2" ] || fail "watch: fsnw-watch exited $rc2, fsnotifywatch $rc1"
+# The last table of each: the one printed at the end. fsnotifywatch puts
+# rows with the same count in the order of their addresses in its memory
+# (see fsnw-watch(1)): the rows are compared in an order of their own.
+for t in iw fw; do
+	awk 'BEGIN { RS = "\n\n" } { last = $0 } END { printf "%s\n", last }' \
+		"$TMP/watch.$t.out" | { IFS= read -r head; echo "$head"; LC_ALL=C sort; } \
+		>"$TMP/watch.$t.last"
+done
+cmp -s "$TMP/watch.iw.last" "$TMP/watch.fw.last" ||
+	{ diff -u "$TMP/watch.iw.last" "$TMP/watch.fw.last"; fail "watch: tables differ"; }
+diff -u "$TMP/watch.iw.err" "$TMP/watch.fw.err" || fail "watch: messages differ"
+echo "watch: $(wc -l <"$TMP/watch.fw.last") identical lines of the table"
+
+# 5. Without privileges (CAP_SYS_ADMIN) a filesystem cannot be marked:
 # both refuse -S in the same words, and fail. fsnotifywait -F marks inodes,
 # which needs none since Linux 5.13; the library's fanotify backend wants
 # both of them, and fsnw-wait -F says so.
 command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 chmod 755 "$TMP" "$M" "$M/d"
-for pair in "fsnotifywait $FSNW_WAIT"; do
+for pair in "fsnotifywait $FSNW_WAIT" "fsnotifywatch $FSNW_WATCH"; do
 	read -r tool ours <<<"$pair"
 	"${nobody[@]}" "$tool" -S "$M/d" >"$TMP/np.t.out" 2>"$TMP/np.t.err"
 	rc1=$?
@@ -134,4 +177,4 @@ for pair in "fsnotifywait $FSNW_WAIT"; do
 	[ "$rc2" = 1 ] && [ "$(cat "$TMP/np.o.err")" = "Couldn't initialize fanotify: Operation not permitted
 fanotify watch requires admin privileges" ] || fail "unprivileged $ours -F: exit $rc2, $(cat "$TMP/np.o.err")"
 done
-echo "unprivileged: -S refused as by fsnotifywait, -F refused plainly"
+echo "unprivileged: -S refused as by fsnotifywait and fsnotifywatch, -F refused plainly"

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: MIT
 # Helpers for the tools tests; sourced by each script, run by bash.
-# meson passes the programs in FSNW_WAIT, FSNW_TREE and FSNW_EPOLL.
+# meson passes the programs in FSNW_WAIT, FSNW_WATCH, FSNW_TREE and FSNW_EPOLL.
 # Exit status: 0 passed, 1 failed, 77 skipped.
 
 set -u
 
-: "${FSNW_WAIT:?}" "${FSNW_TREE:?}" "${FSNW_EPOLL:?}"
+: "${FSNW_WAIT:?}" "${FSNW_WATCH:?}" "${FSNW_TREE:?}" "${FSNW_EPOLL:?}"
 
 # Generous, only so that a broken program cannot hang the suite.
 WAIT_LIMIT=${WAIT_LIMIT:-60}
@@ -73,6 +73,17 @@ wait_for() {
 			tail -n 20 "$file" >&2
 			fail "timed out waiting for /$re/ in $file"
 		fi
+		sleep 0.05
+	done
+}
+
+# usr1_until PID FILE ERE: ask PID for its table (SIGUSR1) until FILE has a
+# line that matches ERE, or fail after WAIT_LIMIT.
+usr1_until() {
+	local end=$((SECONDS + WAIT_LIMIT))
+	until grep -Eq -- "$3" "$2" 2>/dev/null; do
+		((SECONDS < end)) || fail "timed out waiting for /$3/ in $2"
+		kill -USR1 "$1"
 		sleep 0.05
 	done
 }

@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # The tools release everything: run under memcheck, through overflows,
-# rescans, statistics and dumps, they end on a signal (fsnw-tree with
-# status 0, fsnw-wait dying of it as inotifywait does) with
+# rescans, statistics and dumps, they end on a signal (fsnw-tree and
+# fsnw-watch with status 0, fsnw-wait dying of it as inotifywait does) with
 # no memory error, no leak of any kind and no file descriptor of their own.
 . "$(dirname "$0")/lib.sh"
 
@@ -93,6 +93,26 @@ vg fsnw-wait-error "$FSNW_WAIT" -t 1 "$W" "$TMP/missing"
 rc=$?
 [ "$rc" = 1 ] || fail "fsnw-wait with a missing path: exit $rc under valgrind"
 vg_check fsnw-wait-error 0
+
+# fsnw-watch: a tree with renames, a directory moved out and one deleted, a
+# table on SIGUSR1, then SIGINT and the table.
+mkdir -p "$W/wt/a/b" "$W/wt/c"
+vg fsnw-watch "$FSNW_WATCH" -r -z "$W/wt"
+start FWT "$TMP/watch.out" "$TMP/watch.err" "${VG[@]}"
+wait_for "$TMP/watch.err" '^Finished establishing watches'
+mv "$W/wt/a/b" "$W/wt/c/b2"
+mv "$W/wt/c" "$W/c-out"
+mkdir "$W/wt/n"
+rmdir "$W/wt/n"
+touch "$W/wt/end"
+# The root's row has all 7 of its events: the move out, n's create and
+# delete, and end's create, open, attrib and close.
+usr1_until "$FWT" "$TMP/watch.out" "^7 .* $W/wt/\$"
+stop "$FWT" INT
+vg_check fsnw-watch $?
+vg fsnw-watch-json "$FSNW_WATCH" --json -t 0.5 "$W/wt"
+"${VG[@]}" >"$TMP/watch-json.out" 2>"$TMP/watch-json.err"
+vg_check fsnw-watch-json $?
 
 # fsnw-epoll: a tick, then SIGTERM.
 vg fsnw-epoll "$FSNW_EPOLL" "$W"
