@@ -188,4 +188,8 @@ for args in '--bogus' '-x' '-e create,bogus' '-t soon' '-t 1.x' '-a move' '-a cl
 	# shellcheck disable=SC2086 # the words are the options
 	same_run "refused $args" inotifywatch "$FSNW_WATCH" $args "$W"
 done
+if without_inotify iw-noinst inotifywatch && without_inotify fw-noinst "$FSNW_WATCH"; then
+	same_run no-instance "$TMP/iw-noinst" "$TMP/fw-noinst" "$W"
+	grep -q 'max_user_instances$' "$TMP/no-instance.o.err" || fail "no instance: $(cat "$TMP/no-instance.o.err")"
+fi
 echo "refusals and errors: the same words and status"

@@ -240,6 +240,10 @@ for args in '--bogus' '-x' '-e create,bogus' '-e close_writ' '-t soon' '-t' '-t 
 done
 same_run empty-timeout inotifywait "$FSNW_WAIT" -t '' "$W"
 same_run empty-format inotifywait "$FSNW_WAIT" --format '' --no-newline "$W"
+if without_inotify iw-noinst inotifywait && without_inotify fw-noinst "$FSNW_WAIT"; then
+	same_run no-instance "$TMP/iw-noinst" "$TMP/fw-noinst" "$W"
+	grep -q 'max_user_instances$' "$TMP/no-instance.o.err" || fail "no instance: $(cat "$TMP/no-instance.o.err")"
+fi
 echo "refusals and errors: the same words and status"
 
 # Signals end both the same way: they die of it, monitoring or not. A

@@ -210,6 +210,18 @@ end_single() {
 	echo "$PAIR: exit $rc1 and the same $(wc -c <"$TMP/$PAIR.fw.out") bytes from both"
 }
 
+# without_inotify NAME CMD...: a script at $TMP/NAME that runs CMD with its
+# arguments where no inotify instance may be had (a user namespace whose
+# limit is 0); false where there are no user namespaces.
+without_inotify() {
+	local name=$1
+	shift
+	unshare --user --map-root-user true 2>/dev/null || return 1
+	printf '#!/bin/sh\nexec unshare --user --map-root-user sh -c %s sh %s "$@"\n' \
+		"'echo 0 >/proc/sys/user/max_inotify_instances && exec \"\$@\"'" "$*" >"$TMP/$name"
+	chmod +x "$TMP/$name"
+}
+
 # same_run NAME TOOL OURS ARGS...: run TOOL and OURS to the end with ARGS
 # (which must not wait for anything); status, stdout and stderr must be
 # the same, our program's name in getopt's messages read as TOOL's.
