@@ -5,10 +5,18 @@
 
 #include "signals.h"
 
-int signals_open(sigset_t *set)
+int signals_catch(const sigset_t *set)
 {
 	int fd;
 
+	if (sigprocmask(SIG_BLOCK, set, NULL) < 0)
+		return -errno;
+	fd = signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
+	return fd < 0 ? -errno : fd;
+}
+
+int signals_open(sigset_t *set)
+{
 	for (int sig = 1; sig < NSIG; sig++) {
 		struct sigaction sa;
 
@@ -16,8 +24,5 @@ int signals_open(sigset_t *set)
 		    sa.sa_handler == SIG_IGN)
 			sigdelset(set, sig);
 	}
-	if (sigprocmask(SIG_BLOCK, set, NULL) < 0)
-		return -errno;
-	fd = signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
-	return fd < 0 ? -errno : fd;
+	return signals_catch(set);
 }

@@ -15,4 +15,10 @@
  */
 int signals_open(sigset_t *set);
 
+/*
+ * The same for every signal of *set, ignored or not: for a tool that, like
+ * inotifywatch, installs its handlers whatever it was started with.
+ */
+int signals_catch(const sigset_t *set);
+
 #endif

@@ -1,14 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* fsnw-wait's command line: inotifywait's options and messages, and ours. */
-#include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "eventfmt.h"
 #include "stats-report.h"
+#include "tool-args.h"
 #include "wait.h"
 
 static void usage(FILE *f)
@@ -25,120 +23,30 @@ static void usage(FILE *f)
 	      "  -P, --no-dereference   do not follow symlinks\n"
 	      "  -e, --event LIST       events to listen for (comma-separated, repeatable)\n"
 	      "  -t, --timeout S        give up after S seconds without an event (exit 2);\n"
-	      "                         0 or less: never\n"
+	      "                         0: never\n"
 	      "  -q, --quiet            no setup messages; twice: no events either\n"
 	      "      --exclude RE       no events for paths (%w%f) matching the extended\n"
 	      "                         regular expression RE; --excludei ignores case\n"
 	      "      --include RE       events only for paths matching RE; --includei\n"
 	      "  -c, --csv              one CSV line per event\n"
-	      "      --format FMT       %w %f %e %Xe %T %0 %n, and %c count, %i wid, %k cookie\n"
+	      "      --format FMT       %w %f %e %Xe %c %T %0 %n, and %{count} %{wid}\n"
 	      "      --timefmt FMT      strftime(3) format for %T\n"
 	      "      --no-newline       no newline after each --format line\n"
 	      "      --fromfile FILE    paths to watch, one a line ('-': stdin; @path excludes)\n"
-	      "  -I, --inotify          --backend inotify, as fsnotifywait has it\n"
-	      "  -F, --fanotify         --backend fanotify, as fsnotifywait has it\n"
+	      "  -I, --inotify          watch with inotify (the default)\n"
+	      "  -F, --fanotify         watch with fanotify, as fsnotifywait does\n"
+	      "  -S, --filesystem       watch the whole filesystem of each FILE with fanotify\n"
 	      "Not in inotifywait:\n"
 	      "      --json             one JSON object a line\n"
 	      "      --backend B        auto, inotify or fanotify\n"
-	      "      --no-merge         report every event, never merge repeats\n"
+	      "      --merge            merge repeated events that wait to be read\n"
+	      "      --no-merge         report every event (the default)\n"
 	      "      --stats            the watcher's JSON statistics on exit, to stderr\n"
 	      "      --stats-interval S the same every S seconds\n"
 	      "  -h, --help             this text\n"
 	      "Exit status: 0 an event was received, 1 error or an event not asked for,\n"
 	      "2 timeout. See fsnw-wait(1).\n",
 	      f);
-}
-
-static int add_path(struct wait_state *s, const char *arg)
-{
-	if (arg[0] == '@') {
-		size_t len = strlen(arg + 1);
-
-		if (s->nexcl == s->capexcl) {
-			size_t cap = s->capexcl ? 2 * s->capexcl : 16;
-			char **v = realloc(s->excl, cap * sizeof(*v));
-
-			if (!v)
-				return -ENOMEM;
-			s->excl = v;
-			s->capexcl = cap;
-		}
-		while (len > 1 && arg[len] == '/')
-			len--;
-		if (!len)
-			return 0; /* a bare @ excludes nothing */
-		s->excl[s->nexcl] = strndup(arg + 1, len);
-		if (!s->excl[s->nexcl])
-			return -ENOMEM;
-		s->nexcl++;
-		return 0;
-	}
-	if (s->nt == s->capt) {
-		size_t cap = s->capt ? 2 * s->capt : 16;
-		struct wait_target *v = realloc(s->t, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->t = v;
-		s->capt = cap;
-	}
-	s->t[s->nt].path = strdup(arg);
-	if (!s->t[s->nt].path)
-		return -ENOMEM;
-	s->t[s->nt].dir = false;
-	s->t[s->nt].wid = 0;
-	s->nt++;
-	return 0;
-}
-
-static int read_fromfile(struct wait_state *s, const char *file)
-{
-	FILE *f = strcmp(file, "-") ? fopen(file, "r") : stdin;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	int ret = 0;
-
-	if (!f) {
-		fprintf(stderr, "Couldn't open %s: %s\n", file, strerror(errno));
-		return -1;
-	}
-	while (ret == 0 && (len = getline(&line, &cap, f)) >= 0) {
-		if (len && line[len - 1] == '\n')
-			line[--len] = '\0';
-		if (len)
-			ret = add_path(s, line);
-	}
-	if (ret == 0 && ferror(f))
-		ret = -errno;
-	if (ret < 0)
-		fprintf(stderr, "Couldn't read %s: %s\n", file, strerror(-ret));
-	free(line);
-	if (f != stdin)
-		fclose(f);
-	return ret;
-}
-
-/*
- * inotifywait takes whole seconds and waits for ever on 0 and, by an
- * unsigned conversion, on a negative number: so do we, and we take
- * fractions too. So long a wait that it would overflow is for ever as well.
- */
-static int parse_timeout(const char *arg, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(arg, &end);
-	if (errno == ERANGE && isinf(v))
-		v = 0;
-	else if (errno || end == arg || *end || isnan(v)) {
-		fprintf(stderr, "'%s' is not a valid timeout value.\n", arg);
-		return -1;
-	}
-	*out = v < 0 || v > 86400.0 * 365 * 100 ? 0 : v;
-	return 0;
 }
 
 static int parse_backend(const char *arg, uint32_t *out)
@@ -157,41 +65,41 @@ static int parse_backend(const char *arg, uint32_t *out)
 }
 
 enum { OPT_FORMAT = 256, OPT_TIMEFMT, OPT_NO_NEWLINE, OPT_JSON, OPT_FROMFILE, OPT_BACKEND,
-       OPT_NO_MERGE, OPT_STATS, OPT_STATS_INTERVAL, OPT_EXCLUDE, OPT_EXCLUDEI, OPT_INCLUDE,
-       OPT_INCLUDEI };
+       OPT_MERGE, OPT_NO_MERGE, OPT_STATS, OPT_STATS_INTERVAL, OPT_EXCLUDE, OPT_EXCLUDEI,
+       OPT_INCLUDE, OPT_INCLUDEI };
 
-/* --exclude and its kin: inotifywait's rules for giving more than one. */
-struct regex_opts {
-	const char *exclude, *excludei, *include, *includei;
-	unsigned nexclude, nexcludei;
+static const struct option longs[] = {
+	{ "monitor", no_argument, NULL, 'm' },
+	{ "daemon", no_argument, NULL, 'd' },
+	{ "outfile", required_argument, NULL, 'o' },
+	{ "syslog", no_argument, NULL, 's' },
+	{ "recursive", no_argument, NULL, 'r' },
+	{ "no-dereference", no_argument, NULL, 'P' },
+	{ "event", required_argument, NULL, 'e' },
+	{ "timeout", required_argument, NULL, 't' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "csv", no_argument, NULL, 'c' },
+	{ "inotify", no_argument, NULL, 'I' },
+	{ "fanotify", no_argument, NULL, 'F' },
+	{ "filesystem", no_argument, NULL, 'S' },
+	{ "filename", no_argument, NULL, 'f' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "exclude", required_argument, NULL, OPT_EXCLUDE },
+	{ "excludei", required_argument, NULL, OPT_EXCLUDEI },
+	{ "include", required_argument, NULL, OPT_INCLUDE },
+	{ "includei", required_argument, NULL, OPT_INCLUDEI },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "timefmt", required_argument, NULL, OPT_TIMEFMT },
+	{ "no-newline", no_argument, NULL, OPT_NO_NEWLINE },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "fromfile", required_argument, NULL, OPT_FROMFILE },
+	{ "backend", required_argument, NULL, OPT_BACKEND },
+	{ "merge", no_argument, NULL, OPT_MERGE },
+	{ "no-merge", no_argument, NULL, OPT_NO_MERGE },
+	{ "stats", no_argument, NULL, OPT_STATS },
+	{ "stats-interval", required_argument, NULL, OPT_STATS_INTERVAL },
+	{ NULL, 0, NULL, 0 },
 };
-
-static int check_regex(const struct regex_opts *r, struct wait_opts *o)
-{
-	if (r->exclude && r->excludei) {
-		fprintf(stderr, "--exclude and --excludei cannot both be specified.\n");
-		return -1;
-	}
-	if (r->include && r->includei) {
-		fprintf(stderr, "--include and --includei cannot both be specified.\n");
-		return -1;
-	}
-	if ((r->include || r->includei) && (r->exclude || r->excludei)) {
-		fprintf(stderr, "include and exclude regexp cannot both be specified.\n");
-		return -1;
-	}
-	if (r->nexclude > 1)
-		fprintf(stderr, "--exclude: only the last option will be taken into "
-			"consideration.\n");
-	if (r->nexcludei > 1)
-		fprintf(stderr, "--excludei: only the last option will be taken into "
-			"consideration.\n");
-	o->regex_include = r->include || r->includei;
-	o->regex_icase = r->excludei || r->includei;
-	o->regex = r->exclude ? r->exclude : r->excludei ? r->excludei :
-		   r->include ? r->include : r->includei;
-	return 0;
-}
 
 /* Combinations inotifywait refuses, in its order and words; and ours. */
 static int check_combinations(const struct wait_opts *o)
@@ -208,6 +116,10 @@ static int check_combinations(const struct wait_opts *o)
 		fprintf(stderr, "--timefmt cannot be specified without --format.\n");
 		return -1;
 	}
+	if (o->format && strstr(o->format, "%T") && !o->timefmt) {
+		fprintf(stderr, "%%T is in --format string, but --timefmt was not specified.\n");
+		return -1;
+	}
 	if (o->daemon && !o->outfile) {
 		fprintf(stderr, "-o must be specified with -d.\n");
 		return -1;
@@ -220,183 +132,146 @@ static int check_combinations(const struct wait_opts *o)
 	return 0;
 }
 
+/* An option that takes a value; returns 0, or -1 after saying what is wrong. */
+static int value_option(struct wait_opts *o, struct tool_regex_opts *r, int c)
+{
+	switch (c) {
+	case 'e':
+		return tool_event_option(optarg, &o->events);
+	case 't':
+		return tool_timeout_parse(optarg, &o->timeout);
+	case 'o':
+		if (o->outfile) {
+			fprintf(stderr, "Multiple --outfile options given.\n");
+			return -1;
+		}
+		o->outfile = optarg;
+		return 0;
+	case OPT_FROMFILE:
+		if (o->fromfile) {
+			fprintf(stderr, "Multiple --fromfile options given.\n");
+			return -1;
+		}
+		o->fromfile = optarg;
+		return 0;
+	case OPT_EXCLUDE:
+		r->exclude = optarg;
+		r->nexclude++;
+		return 0;
+	case OPT_EXCLUDEI:
+		r->excludei = optarg;
+		r->nexcludei++;
+		return 0;
+	case OPT_INCLUDE:
+		r->include = optarg;
+		return 0;
+	case OPT_INCLUDEI:
+		r->includei = optarg;
+		return 0;
+	case OPT_FORMAT:
+		o->format = optarg;
+		return 0;
+	case OPT_TIMEFMT:
+		o->timefmt = optarg;
+		return 0;
+	case OPT_BACKEND:
+		return parse_backend(optarg, &o->backend);
+	case OPT_STATS_INTERVAL:
+		if (stats_interval_parse(optarg, &o->stats_interval) < 0) {
+			fprintf(stderr, "'%s' is not a valid interval: seconds, from 0.001 to "
+				"86400.\n", optarg);
+			return -1;
+		}
+		return 0;
+	}
+	return -1; /* not reached: flag_option and this take every letter getopt knows */
+}
+
+/* An option without a value: 0 taken, 1 to stop (--help), -1 refused, 2 not one of these. */
+static int flag_option(struct wait_opts *o, int c)
+{
+	switch (c) {
+	case 'm':
+		o->monitor = true;
+		return 0;
+	case 'd':
+		/* As in inotifywait: a daemon monitors, and says things to syslog. */
+		o->daemon = o->monitor = o->syslog = true;
+		return 0;
+	case 's':
+		o->syslog = true;
+		return 0;
+	case 'r':
+		o->recursive = true;
+		return 0;
+	case 'P':
+		o->no_deref = true;
+		return 0;
+	case 'q':
+		o->quiet++;
+		return 0;
+	case 'c':
+		o->csv = true;
+		return 0;
+	case 'I':
+		o->backend = FSNW_BACKEND_INOTIFY;
+		o->filesystem = false;
+		return 0;
+	case 'F':
+		o->backend = FSNW_BACKEND_FANOTIFY;
+		return 0;
+	case 'S':
+		o->backend = FSNW_BACKEND_FANOTIFY;
+		o->filesystem = true;
+		return 0;
+	case OPT_NO_NEWLINE:
+		o->no_newline = true;
+		return 0;
+	case OPT_JSON:
+		o->json = true;
+		return 0;
+	case OPT_MERGE:
+		o->merge = true;
+		return 0;
+	case OPT_NO_MERGE:
+		o->merge = false;
+		return 0;
+	case OPT_STATS:
+		o->stats = true;
+		return 0;
+	case 'f':
+		fprintf(stderr, "The '--filename' option no longer exists.  The option it enabled "
+			"in earlier\nversions of inotifywait is now turned on by default.\n");
+		return -1;
+	case 'h':
+		usage(stdout);
+		return 1;
+	}
+	return 2;
+}
+
 /* Returns 0 to go on, 1 when done (--help), -1 on a usage error. */
 int wait_parse_opts(struct wait_state *s, int argc, char **argv)
 {
-	static const struct option longs[] = {
-		{ "monitor", no_argument, NULL, 'm' },
-		{ "daemon", no_argument, NULL, 'd' },
-		{ "outfile", required_argument, NULL, 'o' },
-		{ "syslog", no_argument, NULL, 's' },
-		{ "recursive", no_argument, NULL, 'r' },
-		{ "no-dereference", no_argument, NULL, 'P' },
-		{ "event", required_argument, NULL, 'e' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "csv", no_argument, NULL, 'c' },
-		{ "inotify", no_argument, NULL, 'I' },
-		{ "fanotify", no_argument, NULL, 'F' },
-		{ "filesystem", no_argument, NULL, 'S' },
-		{ "filename", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "exclude", required_argument, NULL, OPT_EXCLUDE },
-		{ "excludei", required_argument, NULL, OPT_EXCLUDEI },
-		{ "include", required_argument, NULL, OPT_INCLUDE },
-		{ "includei", required_argument, NULL, OPT_INCLUDEI },
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "timefmt", required_argument, NULL, OPT_TIMEFMT },
-		{ "no-newline", no_argument, NULL, OPT_NO_NEWLINE },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "fromfile", required_argument, NULL, OPT_FROMFILE },
-		{ "backend", required_argument, NULL, OPT_BACKEND },
-		{ "no-merge", no_argument, NULL, OPT_NO_MERGE },
-		{ "stats", no_argument, NULL, OPT_STATS },
-		{ "stats-interval", required_argument, NULL, OPT_STATS_INTERVAL },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct wait_opts *o = &s->o;
-	struct regex_opts r = { 0 };
-	const char *bad;
-	size_t badlen;
-	int c;
+	struct tool_regex_opts r = { 0 };
+	int c, ret;
 
 	while ((c = getopt_long(argc, argv, "mdo:srPe:t:qcIFSfh", longs, NULL)) != -1) {
-		switch (c) {
-		case 'm':
-			o->monitor = true;
-			break;
-		case 'd':
-			/* As in inotifywait: a daemon monitors, and says things to syslog. */
-			o->daemon = o->monitor = o->syslog = true;
-			break;
-		case 'o':
-			if (o->outfile) {
-				fprintf(stderr, "Multiple --outfile options given.\n");
-				return -1;
-			}
-			o->outfile = optarg;
-			break;
-		case 's':
-			o->syslog = true;
-			break;
-		case 'r':
-			o->recursive = true;
-			break;
-		case 'P':
-			o->no_deref = true;
-			break;
-		case 'q':
-			o->quiet++;
-			break;
-		case 'c':
-			o->csv = true;
-			break;
-		case 'I':
-			o->backend = FSNW_BACKEND_INOTIFY;
-			break;
-		case 'F':
-			o->backend = FSNW_BACKEND_FANOTIFY;
-			break;
-		case 'S':
-			fprintf(stderr, "-S (--filesystem) is not supported: the library watches "
-				"trees, not whole filesystems; see fsnw-wait(1).\n");
+		/* getopt has said what is unknown; inotifywait adds nothing. */
+		if (c == '?')
 			return -1;
-		case 'f':
-			fprintf(stderr, "The '--filename' option no longer exists.  The option it "
-				"enabled in earlier\nversions of inotifywait is now turned on by "
-				"default.\n");
-			return -1;
-		case 'h':
-			usage(stdout);
-			return 1;
-		case OPT_EXCLUDE:
-			r.exclude = optarg;
-			r.nexclude++;
-			break;
-		case OPT_EXCLUDEI:
-			r.excludei = optarg;
-			r.nexcludei++;
-			break;
-		case OPT_INCLUDE:
-			r.include = optarg;
-			break;
-		case OPT_INCLUDEI:
-			r.includei = optarg;
-			break;
-		case OPT_FORMAT:
-			o->format = optarg;
-			break;
-		case OPT_TIMEFMT:
-			o->timefmt = optarg;
-			break;
-		case OPT_NO_NEWLINE:
-			o->no_newline = true;
-			break;
-		case OPT_JSON:
-			o->json = true;
-			break;
-		case OPT_NO_MERGE:
-			o->no_merge = true;
-			break;
-		case OPT_STATS:
-			o->stats = true;
-			break;
-		case OPT_STATS_INTERVAL:
-			if (stats_interval_parse(optarg, &o->stats_interval) < 0) {
-				fprintf(stderr, "'%s' is not a valid interval: seconds, from 0.001 "
-					"to 86400.\n", optarg);
-				return -1;
-			}
-			break;
-		case 'e':
-			if (evnames_parse(optarg, &o->events, &bad, &badlen) < 0) {
-				fprintf(stderr, "'%.*s' is not a valid event!  Run with the '--help' "
-					"option to see a list of events.\n", (int)badlen, bad);
-				return -1;
-			}
-			break;
-		case 't':
-			if (parse_timeout(optarg, &o->timeout) < 0)
-				return -1;
-			break;
-		case OPT_FROMFILE:
-			if (o->fromfile) {
-				fprintf(stderr, "Multiple --fromfile options given.\n");
-				return -1;
-			}
-			o->fromfile = optarg;
-			break;
-		case OPT_BACKEND:
-			if (parse_backend(optarg, &o->backend) < 0)
-				return -1;
-			break;
-		default:
-			usage(stderr);
-			return -1;
-		}
+		ret = flag_option(o, c);
+		if (ret == 2)
+			ret = value_option(o, &r, c);
+		if (ret)
+			return ret < 0 ? -1 : 1;
 	}
-	if (check_regex(&r, o) < 0 || check_combinations(o) < 0)
+	if (tool_regex_check(&r, &o->regex, &o->regex_include, &o->regex_icase) < 0 ||
+	    check_combinations(o) < 0)
 		return -1;
-	for (int i = optind; i < argc; i++)
-		if (add_path(s, argv[i]) < 0) {
-			fprintf(stderr, "fsnw-wait: %s\n", strerror(ENOMEM));
-			return -1;
-		}
-	if (o->fromfile && read_fromfile(s, o->fromfile) < 0)
-		return -1;
-	if (!s->nt) {
-		fprintf(stderr, "No files specified to watch!\n");
-		return -1;
-	}
+	tool_regex_warn(&r);
+	s->args = argv + optind;
+	s->nargs = argc - optind;
 	return 0;
-}
-
-void wait_free_paths(struct wait_state *s)
-{
-	for (size_t i = 0; i < s->nt; i++)
-		free(s->t[i].path);
-	for (size_t i = 0; i < s->nexcl; i++)
-		free(s->excl[i]);
-	free(s->t);
-	free(s->excl);
 }

@@ -14,23 +14,13 @@
 void wait_say(const struct wait_state *s, const char *fmt, ...)
 {
 	va_list ap;
-	char *msg;
-	int len;
 
 	va_start(ap, fmt);
-	if (!s->o.syslog) {
+	if (s->o.syslog)
+		vsyslog(LOG_INFO, fmt, ap);
+	else
 		vfprintf(stderr, fmt, ap);
-		va_end(ap);
-		return;
-	}
-	len = vasprintf(&msg, fmt, ap);
 	va_end(ap);
-	if (len < 0)
-		return;
-	if (len && msg[len - 1] == '\n')
-		msg[len - 1] = '\0';
-	syslog(LOG_INFO, "%s", msg);
-	free(msg);
 }
 
 void wait_output_syslog(const struct wait_state *s)

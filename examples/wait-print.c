@@ -3,70 +3,68 @@
 #include <time.h>
 
 #include "eventfmt.h"
+#include "tool-args.h"
 #include "wait-print.h"
 
-/* %w: inotifywait shows a watched directory with a trailing slash. */
-static bool slash_after_watched(const struct wait_print *p, const struct fsnw_event *ev)
-{
-	size_t len = strlen(ev->path);
+/* inotifywait's longest line; the format may be no longer either. */
+#define FORMAT_MAX 4096
 
-	if (len && ev->path[len - 1] == '/')
-		return false;
-	/* Only a directory has named entries; otherwise ask who added the watch. */
-	return ev->name || (p->wid_is_dir && p->wid_is_dir(p->arg, ev->wid));
+static void print_events(FILE *f, uint32_t mask, char sep)
+{
+	char buf[TOOL_EVENTS_MAX];
+	size_t len = tool_events_format(buf, sizeof(buf), mask, sep);
+
+	fwrite(buf, 1, len < sizeof(buf) ? len : sizeof(buf) - 1, f);
 }
 
-static void print_watched(const struct wait_print *p, FILE *f, const struct fsnw_event *ev)
+/* %T, in buf; false when it comes out empty or too long (inotifywait gives strftime(3)
+ * a byte less than its buffer). */
+static bool format_time(const struct wait_print *p, char *buf, size_t size)
 {
-	if (!ev->path)
-		return; /* FSNW_OVERFLOW belongs to no watch */
-	fputs(ev->path, f);
-	if (slash_after_watched(p, ev))
-		fputc('/', f);
-}
-
-static void print_time(const struct wait_print *p, FILE *f)
-{
-	char buf[256];
 	time_t now = time(NULL);
 	struct tm tm;
 
-	if (!p->timefmt || !localtime_r(&now, &tm))
-		return;
-	/* The format is the user's, by design. strftime returns 0 both for
-	 * "too long" and for an empty result: either way there is nothing to print. */
+	if (!localtime_r(&now, &tm))
+		return false;
+	/* The format is the user's, by design. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
-	if (strftime(buf, sizeof(buf), p->timefmt, &tm))
-		fputs(buf, f);
+	return strftime(buf, size - 1, p->timefmt, &tm) != 0;
 #pragma GCC diagnostic pop
 }
 
+/* Ours, where inotifywait prints the text as written: %{count}, %{wid}. */
+static size_t print_braced(FILE *f, const char *s, const struct fsnw_event *ev)
+{
+	if (!strncmp(s, "{count}", 7)) {
+		fprintf(f, "%u", ev->count);
+		return 7;
+	}
+	if (!strncmp(s, "{wid}", 5)) {
+		fprintf(f, "%d", ev->wid);
+		return 5;
+	}
+	return 0;
+}
+
 /*
- * inotifywait's conversions (%w %f %e %Xe %T %0 %n %%) and ours: %c the
- * merge count, %i the wid, %k the move cookie. Anything else is printed as
- * written, as inotifywait does.
+ * inotifywait 3.22's conversions, in the order it tries them: %% %0 %n %w
+ * %f %c (the move cookie, hex) %e %T, then %Xe (events separated by X);
+ * anything else is printed as written, except our %{count} and %{wid}.
  */
-static void print_format(const struct wait_print *p, FILE *f, const struct fsnw_event *ev)
+static void print_format(const struct wait_print *p, FILE *f, const struct fsnw_event *ev,
+			 const struct tool_names *n, const char *when)
 {
 	for (const char *s = p->format; *s; s++) {
+		size_t used;
+
 		if (*s != '%' || !s[1]) {
 			fputc(*s, f);
 			continue;
 		}
 		switch (*++s) {
-		case 'w':
-			print_watched(p, f, ev);
-			break;
-		case 'f':
-			if (ev->name)
-				fputs(ev->name, f);
-			break;
-		case 'e':
-			evnames_print(f, ev->mask, ',');
-			break;
-		case 'T':
-			print_time(p, f);
+		case '%':
+			fputc('%', f);
 			break;
 		case '0':
 			fputc('\0', f);
@@ -74,22 +72,27 @@ static void print_format(const struct wait_print *p, FILE *f, const struct fsnw_
 		case 'n':
 			fputc('\n', f);
 			break;
+		case 'w':
+			fwrite(n->dir, 1, n->dirlen, f);
+			break;
+		case 'f':
+			fputs(n->name, f);
+			break;
 		case 'c':
-			fprintf(f, "%u", ev->count);
+			fprintf(f, "%x", ev->cookie);
 			break;
-		case 'i':
-			fprintf(f, "%d", ev->wid);
+		case 'e':
+			print_events(f, ev->mask, ',');
 			break;
-		case 'k':
-			fprintf(f, "%u", ev->cookie);
-			break;
-		case '%':
-			fputc('%', f);
+		case 'T':
+			fputs(when, f);
 			break;
 		default:
 			if (s[1] == 'e') {
-				evnames_print(f, ev->mask, *s);
+				print_events(f, ev->mask, *s);
 				s++;
+			} else if ((used = print_braced(f, s, ev))) {
+				s += used - 1;
 			} else {
 				fputc('%', f);
 				fputc(*s, f);
@@ -99,99 +102,111 @@ static void print_format(const struct wait_print *p, FILE *f, const struct fsnw_
 }
 
 /*
- * inotifywait's CSV field, here the text a then b: quoted when it holds a
- * quote, a comma or a newline, or starts or ends with a space; a quote
- * inside is doubled. An empty field is nothing at all.
+ * inotifywait's CSV field: quoted when it holds a quote, a comma or a
+ * newline, or starts or ends with a space; a quote inside is doubled; an
+ * empty field is nothing at all. On fanotify, fsnotifywait looks for those
+ * characters in the whole path, name included (also), and prints the
+ * directory part only.
  */
-static void print_csv_field(FILE *f, const char *a, size_t alen, const char *b, size_t blen)
+static void print_csv_field(FILE *f, const char *s, size_t len, const char *also)
 {
-	const char *part[2] = { a, b };
-	size_t len[2] = { alen, blen };
-	char first = alen ? a[0] : blen ? b[0] : '\0';
-	char last = blen ? b[blen - 1] : alen ? a[alen - 1] : '\0';
-	bool quote = first == ' ' || last == ' ';
+	bool quote;
 
-	if (!alen && !blen)
+	if (!len)
 		return;
-	for (int i = 0; i < 2; i++)
-		quote = quote || memchr(part[i], '"', len[i]) || memchr(part[i], ',', len[i]) ||
-			memchr(part[i], '\n', len[i]);
+	quote = s[0] == ' ' || s[len - 1] == ' ';
+	for (const char *c = "\",\n"; *c && !quote; c++)
+		quote = memchr(s, *c, len) || strchr(also, *c);
 	if (!quote) {
-		fwrite(a, 1, alen, f);
-		fwrite(b, 1, blen, f);
+		fwrite(s, 1, len, f);
 		return;
 	}
 	fputc('"', f);
-	for (int i = 0; i < 2; i++) {
-		for (size_t j = 0; j < len[i]; j++) {
-			if (part[i][j] == '"')
-				fputc('"', f);
-			fputc(part[i][j], f);
-		}
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '"')
+			fputc('"', f);
+		fputc(s[i], f);
 	}
 	fputc('"', f);
 }
 
 /* WATCHED,EVENTS,NAME; WATCHED and its comma are left out when empty, as by inotifywait. */
-static void print_csv(const struct wait_print *p, FILE *f, const struct fsnw_event *ev)
+static void print_csv(const struct wait_print *p, FILE *f, const struct fsnw_event *ev,
+		      const struct tool_names *n)
 {
-	char events[EVNAMES_MAX];
+	char events[TOOL_EVENTS_MAX];
 	size_t len;
 
-	if (ev->path && ev->path[0]) {
-		bool slash = slash_after_watched(p, ev);
-
-		print_csv_field(f, ev->path, strlen(ev->path), "/", slash);
+	if (n->dirlen) {
+		print_csv_field(f, n->dir, n->dirlen, p->fanotify ? n->name : "");
 		fputc(',', f);
 	}
-	len = evnames_format(events, sizeof(events), ev->mask, ',');
-	print_csv_field(f, events, len, "", 0);
+	len = tool_events_format(events, sizeof(events), ev->mask, ',');
+	print_csv_field(f, events, len < sizeof(events) ? len : sizeof(events) - 1, "");
 	fputc(',', f);
-	if (ev->name)
-		print_csv_field(f, ev->name, strlen(ev->name), "", 0);
+	print_csv_field(f, n->name, strlen(n->name), "");
 	fputc('\n', f);
 }
 
-void wait_print_event(const struct wait_print *p, FILE *f, const struct fsnw_event *ev)
+void wait_print_event(const struct wait_print *p, FILE *f, const struct fsnw_event *ev,
+		      const struct tool_names *n)
 {
+	char when[FORMAT_MAX] = "";
+
 	if (p->json) {
 		json_print_event_open(f, ev);
 		fputs("}\n", f);
 		return;
 	}
 	if (p->csv) {
-		print_csv(p, f, ev);
+		print_csv(p, f, ev, n);
 		return;
 	}
-	print_format(p, f, ev);
+	if (p->prints_nothing || (p->uses_time && !format_time(p, when, sizeof(when))))
+		return;
+	print_format(p, f, ev, n, when);
 	if (p->newline)
 		fputc('\n', f);
 }
 
-size_t wait_print_watched_name(const struct wait_print *p, const struct fsnw_event *ev,
-			       char *buf, size_t size)
+/*
+ * Walk the format as print_format does: whether a %T is converted, and
+ * whether it ends in a lone '%' (after the newline, which inotifywait
+ * appends to the format itself).
+ */
+static void scan_format(struct wait_print *p)
 {
-	size_t plen = ev->path ? strlen(ev->path) : 0;
-	size_t slash = ev->path && slash_after_watched(p, ev);
-	size_t nlen = ev->name ? strlen(ev->name) : 0;
-	size_t len = plen + slash + nlen;
+	const char *s = p->format;
 
-	if (len < size) {
-		memcpy(buf, ev->path ? ev->path : "", plen);
-		memcpy(buf + plen, "/", slash);
-		memcpy(buf + plen + slash, ev->name ? ev->name : "", nlen);
-		buf[len] = '\0';
+	p->uses_time = false;
+	p->prints_nothing = false;
+	for (; *s; s++) {
+		if (*s != '%')
+			continue;
+		if (!s[1]) {
+			p->prints_nothing = !p->newline;
+			return;
+		}
+		s++;
+		if (*s == 'T')
+			p->uses_time = true;
+		else if (!strchr("%0nwfce", *s) && s[1] == 'e')
+			s++;
 	}
-	return len;
 }
 
-int wait_format_check(const struct wait_print *p)
+int wait_format_check(struct wait_print *p)
 {
-	if (p->json)
+	size_t len;
+
+	if (p->json || p->csv)
 		return 0;
-	if (strstr(p->format, "%T") && !p->timefmt) {
-		fprintf(stderr, "%%T is in --format string, but --timefmt was not specified.\n");
+	len = strlen(p->format) + p->newline;
+	/* inotifywait formats a made-up event to see whether the format works. */
+	if (!len || len > FORMAT_MAX) {
+		fprintf(stderr, "Something is wrong with your format string.\n");
 		return -1;
 	}
+	scan_format(p);
 	return 0;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "fsnwatch.h"
+#include "tool-names.h"
 
 /* inotifywait's default line: the watched path, its events, the name. */
 #define WAIT_DEFAULT_FORMAT "%w %,e %f"
@@ -17,24 +18,23 @@ struct wait_print {
 	bool newline;        /* end each line with '\n' (not with --no-newline) */
 	bool json;           /* one JSON object a line instead */
 	bool csv;            /* inotifywait's CSV line instead */
-	/* Whether the watch of an event without a name is a directory, which
-	 * inotifywait shows with a trailing slash on %w. */
-	bool (*wid_is_dir)(void *arg, int wid);
-	void *arg;
+	bool fanotify;       /* names as fsnotifywait shows them (for CSV quoting) */
+	/* Set by wait_format_check: */
+	bool uses_time;      /* the format has a %T */
+	bool prints_nothing; /* it ends in a lone '%', which makes inotifywait print nothing */
 };
 
-/* Print one event in the chosen form. */
-void wait_print_event(const struct wait_print *p, FILE *f, const struct fsnw_event *ev);
+/*
+ * Print one event, named n, in the chosen form. Like inotifywait, a format
+ * whose %T comes out empty prints nothing for the event.
+ */
+void wait_print_event(const struct wait_print *p, FILE *f, const struct fsnw_event *ev,
+		      const struct tool_names *n);
 
 /*
- * What inotifywait matches --exclude and --include against: %w%f, the
- * watched path (with its slash) and the name. Written to buf when its
- * length is less than size; returns the length, as snprintf(3) does.
+ * Check a --format string before any watch is set up, as inotifywait does,
+ * and note what it needs. Returns 0, or -1 after saying what is wrong.
  */
-size_t wait_print_watched_name(const struct wait_print *p, const struct fsnw_event *ev,
-			       char *buf, size_t size);
-
-/* Check a --format string before any watch is set up; returns 0 or prints why not. */
-int wait_format_check(const struct wait_print *p);
+int wait_format_check(struct wait_print *p);
 
 #endif

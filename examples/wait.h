@@ -3,26 +3,21 @@
 #ifndef FSNW_EXAMPLES_WAIT_H
 #define FSNW_EXAMPLES_WAIT_H
 
-#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "fsnwatch.h"
-
-struct wait_target {
-	char *path;
-	bool dir;
-	int wid;
-};
+#include "tool-filter.h"
+#include "tool-paths.h"
 
 struct wait_opts {
-	bool monitor, recursive, no_deref, json, csv, stats, no_merge, no_newline;
-	bool daemon, syslog;
+	bool monitor, recursive, no_deref, json, csv, stats, merge, no_newline;
+	bool daemon, syslog, filesystem;
 	int quiet;
 	double timeout;        /* seconds; 0: none */
 	double stats_interval; /* seconds; 0: none */
-	uint32_t events;       /* -e, FSNW_UNMOUNT and FSNW_IGNORED included; 0: all */
+	uint32_t events;       /* -e, inotifytools' bits (TOOL_ONESHOT too); 0: all */
 	uint32_t backend;
 	const char *format, *timefmt, *fromfile, *outfile;
 	/* --exclude, --excludei, --include, --includei: only one kind, the last given. */
@@ -32,31 +27,30 @@ struct wait_opts {
 
 struct wait_state {
 	struct wait_opts o;
-	struct wait_target *t; /* sorted by wid once the watches are set */
-	size_t nt, capt;
-	char **excl;           /* @paths, trailing slashes dropped */
-	size_t nexcl, capexcl;
-	regex_t re;            /* the compiled o.regex */
-	bool have_re;
+	char **args;           /* the path arguments, gathered after --fromfile's */
+	int nargs;
+	struct tool_paths paths;
+	struct tool_filter filter;
 	struct fsnw *w;
+	bool fanotify;         /* the backend in use: names as fsnotifywait gives them */
 	int sfd;               /* signalfd: SIGINT, SIGTERM, SIGHUP */
 	int tfd;               /* timerfd of --stats-interval, or -1 */
 	int ready_fd;          /* -d: where the daemon tells its parent how the setup went */
-	uint32_t wanted;       /* events that are printed and count as "received" */
+	uint32_t wanted;       /* events that are printed (inotifywait's orig_events) */
+	uint32_t accepted;     /* a single wait ends with 0 on one of these */
+	uint32_t padding;      /* asked of the kernel only because a watch needs an event */
+	int mark_error;        /* -S: why the filesystem cannot be marked, told after the setup message */
 };
 
 /*
- * Parse the options and gather the paths (arguments and --fromfile) into s.
- * Returns 0 to go on, 1 when done (--help), -1 after printing a usage error.
+ * Parse the options into s (the paths are left in s->args). Returns 0 to
+ * go on, 1 when done (--help), -1 after printing a usage error.
  */
 int wait_parse_opts(struct wait_state *s, int argc, char **argv);
 
-/* Free the paths gathered by wait_parse_opts. */
-void wait_free_paths(struct wait_state *s);
-
 /*
- * A message for the user: on standard error, or with --syslog to syslog(3)
- * (and then without the newline that ends fmt, if any).
+ * A message for the user: on standard error, or with --syslog to syslog(3),
+ * as inotifywait sends it (the newline that ends fmt included).
  */
 void wait_say(const struct wait_state *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

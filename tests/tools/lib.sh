@@ -1,26 +1,31 @@
 # SPDX-License-Identifier: MIT
 # Helpers for the tools tests; sourced by each script, run by bash.
-# meson passes the programs in FSNW_WAIT, FSNW_TREE and FSNW_EPOLL.
+# meson passes the programs in FSNW_WAIT, FSNW_WATCH, FSNW_TREE and FSNW_EPOLL.
 # Exit status: 0 passed, 1 failed, 77 skipped.
 
 set -u
 
-: "${FSNW_WAIT:?}" "${FSNW_TREE:?}" "${FSNW_EPOLL:?}"
+: "${FSNW_WAIT:?}" "${FSNW_WATCH:?}" "${FSNW_TREE:?}" "${FSNW_EPOLL:?}"
 
 # Generous, only so that a broken program cannot hang the suite.
 WAIT_LIMIT=${WAIT_LIMIT:-60}
 
 TMP=$(mktemp -d /dev/shm/fsnw-tools-XXXXXX) || exit 1
 BG_PIDS=()
+MOUNTS=() # mounted by the test, in its own mount namespace: unmounted first
 
 cleanup() {
-	local pid
+	local pid m
 	for pid in "${BG_PIDS[@]}"; do
 		kill -CONT "$pid" 2>/dev/null
 		kill -TERM "$pid" 2>/dev/null
 	done
 	for pid in "${BG_PIDS[@]}"; do
 		wait "$pid" 2>/dev/null
+	done
+	cd / || return
+	for m in "${MOUNTS[@]}"; do
+		umount "$m"
 	done
 	rm -rf "$TMP"
 }
@@ -61,7 +66,8 @@ stop() {
 # wait_for FILE ERE: until a line of FILE matches, or fail after WAIT_LIMIT.
 wait_for() {
 	local file=$1 re=$2 end=$((SECONDS + WAIT_LIMIT))
-	while ! grep -Eq -- "$re" "$file" 2>/dev/null; do
+	# Bytes, not characters: names need not be UTF-8.
+	while ! LC_ALL=C grep -Eq -- "$re" "$file" 2>/dev/null; do
 		if ((SECONDS >= end)); then
 			echo "--- $file:" >&2
 			tail -n 20 "$file" >&2
@@ -71,12 +77,28 @@ wait_for() {
 	done
 }
 
+# usr1_until PID FILE ERE: ask PID for its table (SIGUSR1) until FILE has a
+# line that matches ERE, or fail after WAIT_LIMIT.
+usr1_until() {
+	local end=$((SECONDS + WAIT_LIMIT))
+	until grep -Eq -- "$3" "$2" 2>/dev/null; do
+		((SECONDS < end)) || fail "timed out waiting for /$3/ in $2"
+		kill -USR1 "$1"
+		sleep 0.05
+	done
+}
+
+# ere_quote TEXT: TEXT as an extended regular expression that matches it.
+ere_quote() {
+	printf '%s' "$1" | LC_ALL=C sed 's/[][\.*^$()+?{}|/]/\\&/g'
+}
+
 # wait_exit PID: its exit status, or fail when it does not end in WAIT_LIMIT.
 wait_exit() {
 	local pid=$1 end=$((SECONDS + WAIT_LIMIT)) stat
 	while kill -0 "$pid" 2>/dev/null; do
 		# A child that has exited stays a zombie until wait: that is done.
-		read -r _ _ stat _ <"/proc/$pid/stat" 2>/dev/null || break
+		read -r _ _ stat _ 2>/dev/null <"/proc/$pid/stat" || break
 		[ "$stat" = Z ] && break
 		((SECONDS >= end)) && fail "process $pid did not exit"
 		sleep 0.05
@@ -123,7 +145,7 @@ run_pair() {
 	PAIR=$1
 	shift
 	start IW "$TMP/$PAIR.iw.out" "$TMP/$PAIR.iw.err" inotifywait -m "$@"
-	start FW "$TMP/$PAIR.fw.out" "$TMP/$PAIR.fw.err" "$FSNW_WAIT" -m --no-merge "$@"
+	start FW "$TMP/$PAIR.fw.out" "$TMP/$PAIR.fw.err" "$FSNW_WAIT" -m "$@"
 	wait_for "$TMP/$PAIR.iw.err" '^Watches established\.$'
 	wait_for "$TMP/$PAIR.fw.err" '^Watches established\.$'
 }
@@ -138,14 +160,82 @@ sync() {
 	wait_for "${FW_LINES:-$TMP/$PAIR.fw.out}" "$re"
 }
 
-# end_pair: stop both; stderr and the lines must be byte for byte the same.
+# dsync NAME: as sync, with a directory, for watchers that hear only those.
+dsync() {
+	mkdir "$W/$1"
+	wait_for "${IW_LINES:-$TMP/$PAIR.iw.out}" "CREATE,ISDIR $1\$"
+	wait_for "${FW_LINES:-$TMP/$PAIR.fw.out}" "CREATE,ISDIR $1\$"
+}
+
+# end_pair: stop both; their exit status (SIGTERM's), stderr and the lines
+# must be byte for byte the same.
 end_pair() {
-	local iw=${IW_LINES:-$TMP/$PAIR.iw.out} fw=${FW_LINES:-$TMP/$PAIR.fw.out}
-	stop "$FW" || fail "$PAIR: fsnw-wait -m exited $? on SIGTERM"
+	local iw=${IW_LINES:-$TMP/$PAIR.iw.out} fw=${FW_LINES:-$TMP/$PAIR.fw.out} rc1 rc2
 	stop "$IW"
+	rc1=$?
+	stop "$FW"
+	rc2=$?
+	[ "$rc1" = "$rc2" ] || fail "$PAIR: fsnw-wait -m exited $rc2 on SIGTERM, inotifywait $rc1"
 	diff -u "$TMP/$PAIR.iw.err" "$TMP/$PAIR.fw.err" || fail "$PAIR: stderr differs"
 	cmp -s "$iw" "$fw" || { diff -u "$iw" "$fw"; fail "$PAIR: events differ"; }
 	[ -s "$fw" ] || fail "$PAIR: no events at all"
 	echo "$PAIR: $(wc -l <"$fw") identical lines"
 }
 
+
+# single_pair NAME ARGS...: start both watchers without -m and wait until
+# both have set up their watches (ARGS must not hold -q).
+single_pair() {
+	PAIR=$1
+	shift
+	start IW "$TMP/$PAIR.iw.out" "$TMP/$PAIR.iw.err" inotifywait "$@"
+	start FW "$TMP/$PAIR.fw.out" "$TMP/$PAIR.fw.err" "$FSNW_WAIT" "$@"
+	wait_for "$TMP/$PAIR.iw.err" '^Watches established\.$'
+	wait_for "$TMP/$PAIR.fw.err" '^Watches established\.$'
+}
+
+# end_single: wait until both have exited; the exit status, stdout and
+# stderr must be the same.
+end_single() {
+	local rc1 rc2
+	wait_exit "$IW"
+	rc1=$?
+	wait_exit "$FW"
+	rc2=$?
+	[ "$rc1" = "$rc2" ] || fail "$PAIR: fsnw-wait exited $rc2, inotifywait $rc1"
+	cmp -s "$TMP/$PAIR.iw.err" "$TMP/$PAIR.fw.err" ||
+		{ diff -u "$TMP/$PAIR.iw.err" "$TMP/$PAIR.fw.err"; fail "$PAIR: stderr differs"; }
+	cmp -s "$TMP/$PAIR.iw.out" "$TMP/$PAIR.fw.out" ||
+		{ diff -u "$TMP/$PAIR.iw.out" "$TMP/$PAIR.fw.out"; fail "$PAIR: stdout differs"; }
+	echo "$PAIR: exit $rc1 and the same $(wc -c <"$TMP/$PAIR.fw.out") bytes from both"
+}
+
+# without_inotify NAME CMD...: a script at $TMP/NAME that runs CMD with its
+# arguments where no inotify instance may be had (a user namespace whose
+# limit is 0); false where there are no user namespaces.
+without_inotify() {
+	local name=$1
+	shift
+	unshare --user --map-root-user true 2>/dev/null || return 1
+	printf '#!/bin/sh\nexec unshare --user --map-root-user sh -c %s sh %s "$@"\n' \
+		"'echo 0 >/proc/sys/user/max_inotify_instances && exec \"\$@\"'" "$*" >"$TMP/$name"
+	chmod +x "$TMP/$name"
+}
+
+# same_run NAME TOOL OURS ARGS...: run TOOL and OURS to the end with ARGS
+# (which must not wait for anything); status, stdout and stderr must be
+# the same, our program's name in getopt's messages read as TOOL's.
+same_run() {
+	local name=$1 tool=$2 ours=$3 rc1 rc2
+	shift 3
+	timeout "$WAIT_LIMIT" "$tool" "$@" >"$TMP/$name.t.out" 2>"$TMP/$name.t.err" </dev/null
+	rc1=$?
+	timeout "$WAIT_LIMIT" "$ours" "$@" >"$TMP/$name.o.out" 2>"$TMP/$name.o.err" </dev/null
+	rc2=$?
+	sed -i "s|^$ours:|$tool:|" "$TMP/$name.o.err"
+	[ "$rc1" = "$rc2" ] || fail "$name: $ours $*: exit $rc2, $tool $rc1 ($(cat "$TMP/$name.o.err"))"
+	cmp -s "$TMP/$name.t.err" "$TMP/$name.o.err" ||
+		{ diff -u "$TMP/$name.t.err" "$TMP/$name.o.err"; fail "$name: stderr differs"; }
+	cmp -s "$TMP/$name.t.out" "$TMP/$name.o.out" ||
+		{ diff -u "$TMP/$name.t.out" "$TMP/$name.o.out"; fail "$name: stdout differs"; }
+}

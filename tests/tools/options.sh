@@ -74,7 +74,7 @@ echo "a line from before" >"$TMP/o.iw"
 echo "a line from before" >"$TMP/o.fw"
 PAIR=outfile
 start IW "$TMP/$PAIR.iw.out" "$TMP/$PAIR.iw.err" inotifywait -m -o "$TMP/o.iw" "$W"
-start FW "$TMP/$PAIR.fw.out" "$TMP/$PAIR.fw.err" "$FSNW_WAIT" -m --no-merge -o "$TMP/o.fw" "$W"
+start FW "$TMP/$PAIR.fw.out" "$TMP/$PAIR.fw.err" "$FSNW_WAIT" -m -o "$TMP/o.fw" "$W"
 wait_for "$TMP/$PAIR.iw.err" '^Watches established\.$'
 wait_for "$TMP/$PAIR.fw.err" '^Watches established\.$'
 IW_LINES=$TMP/o.iw FW_LINES=$TMP/o.fw

@@ -34,7 +34,8 @@ wait_for "$TMP/ft.out" '"name":"a","events":\["CLOSE_WRITE"\]'
 # The next statistics have seen the event.
 until_count "$TMP/fw.err" '"events_delivered":[1-9]' 1
 until_count "$TMP/ft.err" '^fsnw-tree: 1 entries, ' 1
-stop "$FW" || fail "fsnw-wait exited $?"
+stop "$FW"
+[ $? = 143 ] || fail "fsnw-wait did not die of SIGTERM"
 stop "$FT" || fail "fsnw-tree exited $?"
 echo "fsnw-wait: $(count "$TMP/fw.err" "$JSON") statistics lines;" \
 	"fsnw-tree: $(count "$TMP/ft.err" "$JSON")"

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # -s/--syslog, and -d which implies it: fsnw-wait's messages go to syslog(3)
 # with inotifywait's facility (daemon) and priority (info), under its own
-# name, and say what inotifywait's say; nothing is left on stderr. Heard on
+# name, and say what inotifywait's say, each with its newline, as
+# inotifywait sends them; nothing is left on stderr. Heard on
 # a private /dev/log: a socket of the test's, on a tmpfs mounted over /dev
 # in a mount namespace of its own.
 . "$(dirname "$0")/lib.sh"
@@ -70,9 +71,9 @@ grep -qx 'fw-daemon 0' "$TMP/status" || fail "-d: $(cat "$TMP/status")"
 grep -v '^listening$' "$TMP/log" >"$TMP/all"
 grep -Ev '^<30>[A-Z][a-z]{2} [ 0-9]{2} [0-9:]{8} (fsnw-wait|inotifywait)\[[0-9]+\]: ' "$TMP/all" &&
 	fail "lines of another form"
-# What each said, in order, without the header (and the newline inotifywait keeps).
+# What each said, in order, without the header.
 said() {
-	grep -F " $1[" "$TMP/all" | sed -E 's/^[^]]*\]: //; s/\\n$//'
+	grep -F " $1[" "$TMP/all" | sed -E 's/^[^]]*\]: //'
 }
 said fsnw-wait >"$TMP/fw.said"
 said inotifywait >"$TMP/iw.said"
@@ -82,7 +83,7 @@ head -n 4 "$TMP/fw.said" >"$TMP/fw.head"
 diff -u "$TMP/iw.said" "$TMP/fw.head" || fail "the messages differ from inotifywait's"
 sed -n 5p "$TMP/fw.said" | grep -q '^{"backend":"inotify",.*"logical_watches":1,' ||
 	fail "--stats did not go to syslog"
-[ "$(sed -n '6,$p' "$TMP/fw.said")" = "Setting up watches.
-Watches established." ] || fail "-d: the daemon's messages"
+[ "$(sed -n '6,$p' "$TMP/fw.said")" = 'Setting up watches.\n
+Watches established.\n' ] || fail "-d: the daemon's messages"
 kill "$PID"
 echo "syslog: $(wc -l <"$TMP/fw.said") messages, as inotifywait's"
