@@ -58,4 +58,16 @@ static inline void list_del(struct list *n)
 	n->next = n->prev = n;
 }
 
+/* Move every entry of from to the tail of to, in order; from is left empty. */
+static inline void list_splice_tail_init(struct list *from, struct list *to)
+{
+	if (list_empty(from))
+		return;
+	from->next->prev = to->prev;
+	to->prev->next = from->next;
+	from->prev->next = to;
+	to->prev = from->prev;
+	list_init(from);
+}
+
 #endif
