@@ -28,7 +28,7 @@
 #include "tree-view.h"
 
 #define READ_MAX 256
-#define READS_MAX 16 /* reads in a row while listings wait for an empty one */
+#define READS_MAX 16 /* reads in a row while a scan waits for an empty one */
 /* Everything that changes which paths exist, and writes being finished. */
 #define TREE_MASK (FSNW_CREATE | FSNW_DELETE | FSNW_MOVE | FSNW_DELETE_SELF | FSNW_MOVE_SELF | \
 		   FSNW_CLOSE_WRITE)
@@ -97,7 +97,7 @@ static void print_stats(const struct tree *t)
 	if (getrusage(RUSAGE_SELF, &ru) < 0)
 		memset(&ru, 0, sizeof(ru));
 	fprintf(stderr, "fsnw-tree: %zu entries, %zu rescans, CPU %.6f s user %.6f s system\n",
-		snap_count(&t->v.view), t->v.rescans, seconds(ru.ru_utime), seconds(ru.ru_stime));
+		snap_count(&t->v.view), t->v.scans ? t->v.scans - 1 : 0, seconds(ru.ru_utime), seconds(ru.ru_stime));
 }
 
 /* Returns 0 to go on, 1 to stop. */
@@ -121,12 +121,11 @@ static int handle_signal(struct tree *t)
 
 /*
  * Read and apply what is there. Once, as a rule: the loop comes back while
- * more is ready. But while listings of directories moved in may have been
- * overtaken by renames not read yet, read on until a read comes back empty,
- * which tells the view that every event older than its listings is applied.
- * A few reads at most, so that a tree that never rests does not keep the
- * signals waiting: the listings are kept meanwhile, and listing again is
- * never wrong. Returns 0 to go on, 1 to stop.
+ * more is ready. But while a scan waits for an empty read to stand, read on
+ * until one comes back empty (tree_view_quiet may scan again). A few reads
+ * at most, so that a tree that never rests does not keep the signals
+ * waiting; an empty read then wakes nobody, so the loop polls with a short
+ * timeout meanwhile (loop). Returns 0 to go on, 1 to stop.
  */
 static int read_events(struct tree *t)
 {
@@ -139,21 +138,39 @@ static int read_events(struct tree *t)
 			fprintf(stderr, "fsnw-tree: reading events: %s\n", strerror(-n));
 			return 1;
 		}
-		if (n == 0)
-			tree_view_quiet(&t->v);
 		for (int i = 0; i < n; i++) {
 			int ret = tree_view_event(&t->v, &evs[i]);
 
 			if (ret < 0)
 				fprintf(stderr, "fsnw-tree: %s: %s\n", t->v.root, strerror(-ret));
+			else if (ret)
+				fprintf(stderr, "fsnw-tree: %s %s\n", t->v.root,
+					evs[i].mask & FSNW_MOVE_SELF ? "was moved away" : "is gone");
+			else if (evs[i].mask & FSNW_OVERFLOW)
+				fprintf(stderr, "fsnw-tree: rescan after overflow: %zu created, "
+					"%zu deleted\n", t->v.created, t->v.deleted);
 			if (ret)
 				return 1;
+		}
+		if (n == 0) {
+			size_t scans = t->v.scans;
+			int ret = tree_view_quiet(&t->v);
+
+			if (ret < 0) {
+				fprintf(stderr, "fsnw-tree: scanning %s: %s\n", t->v.root,
+					strerror(-ret));
+				return 1;
+			}
+			if (t->v.scans != scans)
+				fprintf(stderr, "fsnw-tree: rescan after a directory changed "
+					"during the last: %zu created, %zu deleted\n",
+					t->v.created, t->v.deleted);
 		}
 		if (fflush(stdout) == EOF) {
 			fprintf(stderr, "fsnw-tree: writing events: %s\n", strerror(errno));
 			return 1;
 		}
-	} while (n > 0 && tree_view_relisting(&t->v) && ++reads < READS_MAX);
+	} while (tree_view_unsettled(&t->v) && ++reads < READS_MAX);
 	return 0;
 }
 
@@ -161,13 +178,19 @@ static int loop(struct tree *t)
 {
 	for (;;) {
 		struct epoll_event ee;
-		int n = epoll_wait(t->ep, &ee, 1, -1);
+		/* A scan that has not stood yet needs an empty read soon. */
+		int n = epoll_wait(t->ep, &ee, 1, tree_view_unsettled(&t->v) ? 10 : -1);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
 			fprintf(stderr, "fsnw-tree: epoll_wait: %s\n", strerror(errno));
 			return 1;
+		}
+		if (n == 0) {
+			if (read_events(t))
+				return 1;
+			continue;
 		}
 		if (ee.data.fd == t->sfd) {
 			if (handle_signal(t))
@@ -255,11 +278,7 @@ static int parse_opts(int argc, char **argv, struct tree *t, struct fsnw_options
 		usage(stderr);
 		return -1;
 	}
-	t->v.rootlen = strlen(argv[optind]);
-	while (t->v.rootlen > 1 && argv[optind][t->v.rootlen - 1] == '/')
-		t->v.rootlen--;
-	t->v.root = strndup(argv[optind], t->v.rootlen);
-	if (!t->v.root) {
+	if (tree_view_init(&t->v, argv[optind], -1, stdout) < 0) {
 		fprintf(stderr, "fsnw-tree: %s\n", strerror(ENOMEM));
 		return -1;
 	}
@@ -311,21 +330,18 @@ static int setup(struct tree *t, const struct fsnw_options *fo)
 			ret == -EMFILE ? " (see the sysctl fs.inotify.max_user_instances)" : "");
 		return -1;
 	}
-	/* A fanotify tree reads no directory moved in: we list it, and again
-	 * when a rename overtook the listing (libfsnwatch(7), "Moves"). */
-	t->v.relist = fsnw_get_backend(t->w) == FSNW_BACKEND_FANOTIFY;
 	if (epoll_add(t->ep, fsnw_get_fd(t->w)) < 0) {
 		fprintf(stderr, "fsnw-tree: setting up the loop: %s\n", strerror(errno));
 		return -1;
 	}
-	/* The watch first, then the walk: a change in between shows in both,
-	 * and applying an event twice leaves the view as it was. */
+	/* The watch first, then the scan, which stands once a read comes back
+	 * empty with no directory changed since it began (tree-view.h). */
 	t->v.wid = fsnw_add(t->w, t->v.root, TREE_MASK, FSNW_WATCH_TREE);
 	if (t->v.wid < 0) {
 		fprintf(stderr, "fsnw-tree: cannot watch %s: %s\n", t->v.root, strerror(-t->v.wid));
 		return -1;
 	}
-	ret = tree_view_walk(&t->v);
+	ret = tree_view_scan(&t->v);
 	if (ret < 0) {
 		fprintf(stderr, "fsnw-tree: walking %s: %s\n", t->v.root, strerror(-ret));
 		return -1;
@@ -342,7 +358,6 @@ int main(int argc, char **argv)
 	int ret, status = 1;
 	bool walked = false;
 
-	snap_init(&t.v.view);
 	ret = parse_opts(argc, argv, &t, &fo);
 	if (ret > 0)
 		status = 0;
@@ -354,7 +369,6 @@ int main(int argc, char **argv)
 		dump_view(&t);
 	fsnw_close(t.w);
 	tree_view_fini(&t.v);
-	free(t.v.root);
 	if (t.ep >= 0)
 		close(t.ep);
 	if (t.sfd >= 0)

@@ -400,6 +400,9 @@ static int walk_dir(struct snap_dir *d, int rootfd, char *buf, size_t len)
 		if (!type)
 			type = snap_type_at(rootfd, buf);
 		buf[len] = '\0';
+		/* A view tells directories from the rest, as FSNW_ISDIR does. */
+		if (type != 'd')
+			type = 'f';
 		n = insert(d, de->d_name, strlen(de->d_name), type);
 		if (!n) {
 			ret = -ENOMEM;

@@ -10,10 +10,29 @@
 #include "eventfmt.h"
 #include "tree-view.h"
 
+#define NAMESPACE (FSNW_CREATE | FSNW_DELETE | FSNW_MOVED_FROM | FSNW_MOVED_TO)
+
+int tree_view_init(struct tree_view *t, const char *root, int wid, FILE *out)
+{
+	size_t len = strlen(root);
+
+	memset(t, 0, sizeof(*t));
+	while (len > 1 && root[len - 1] == '/')
+		len--;
+	t->root = strndup(root, len);
+	if (!t->root)
+		return -ENOMEM;
+	t->rootlen = len;
+	t->wid = wid;
+	t->out = out;
+	snap_init(&t->view);
+	return 0;
+}
+
 /* The path of rel under the root, as the library reports it. */
 static int full_path(const struct tree_view *t, const char *rel, size_t len, char *buf)
 {
-	bool slash = t->rootlen && t->root[t->rootlen - 1] != '/';
+	bool slash = t->root[t->rootlen - 1] != '/';
 
 	if (t->rootlen + 1 + len + 1 > PATH_MAX)
 		return -ENAMETOOLONG;
@@ -52,51 +71,22 @@ static int rel_path(const struct tree_view *t, const struct fsnw_event *ev, char
 	return 0;
 }
 
-/* The type letter of what is at rel now. */
-static char type_at(const struct tree_view *t, const char *rel)
+static void forget_moved(struct tree_view *t)
 {
-	char path[PATH_MAX];
-
-	if (full_path(t, rel, strlen(rel), path) < 0)
-		return 'f';
-	return snap_type_at(AT_FDCWD, path);
+	snap_node_free(t->moved);
+	t->moved = NULL;
+	t->moving = false;
+	t->moved_cookie = 0;
 }
 
-/*
- * The root is opened for each walk and closed after it: a descriptor kept
- * open would keep a deleted root alive, and with it the DELETE_SELF and
- * IGNORED that tell us it is gone.
- */
-static int walk(const struct tree_view *t, struct snapshot *out, const char *rel)
-{
-	int fd = open(t->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = snap_walk(out, fd, rel);
-	close(fd);
-	return ret;
-}
-
-int tree_view_walk(struct tree_view *t)
-{
-	return walk(t, &t->view, "");
-}
-
-struct rescan {
-	struct tree_view *t;
-	size_t created, deleted;
-};
-
-/* Print a change the rescan found as an event of the tree's watch. */
+/* Print a difference a scan found, as a synthetic event of the tree's watch. */
 static void print_change(void *arg, const char *path, char type, bool created)
 {
-	struct rescan *r = arg;
+	struct tree_view *t = arg;
 	const char *slash = strrchr(path, '/');
 	char dir[PATH_MAX];
 	struct fsnw_event ev = {
-		.wid = r->t->wid,
+		.wid = t->wid,
 		.mask = (created ? FSNW_CREATE : FSNW_DELETE) | FSNW_SYNTHETIC |
 			(type == 'd' ? FSNW_ISDIR : 0),
 		.count = 1,
@@ -104,220 +94,128 @@ static void print_change(void *arg, const char *path, char type, bool created)
 		.name = slash ? slash + 1 : path,
 	};
 
-	if (full_path(r->t, path, slash ? (size_t)(slash - path) : 0, dir) < 0)
-		return;
-	json_print_event_open(stdout, &ev);
-	fputs(",\"rescan\":true}\n", stdout);
 	if (created)
-		r->created++;
+		t->created++;
 	else
-		r->deleted++;
+		t->deleted++;
+	if (!t->out || full_path(t, path, slash ? (size_t)(slash - path) : 0, dir) < 0)
+		return;
+	json_print_event_open(t->out, &ev);
+	fputs(",\"rescan\":true}\n", t->out);
 }
 
 /*
- * Walk what is below rel ("" for the whole tree), print how it differs from
- * the view and take it as the view. Events that come after the walk are
- * applied on top, so the view converges even when the tree keeps changing.
+ * The root is opened for each scan and closed after it: a descriptor kept
+ * open would keep a deleted root alive, and with it the DELETE_SELF and
+ * IGNORED that tell us it is gone.
  */
-static int rescan(struct tree_view *t, const char *rel, const char *why)
+int tree_view_scan(struct tree_view *t)
 {
-	struct rescan r = { .t = t };
 	struct snapshot fresh;
-	int ret;
+	int fd, ret;
 
+	forget_moved(t);
+	t->scans++;
+	t->unsettled = true;
+	t->dirty = false;
+	t->created = t->deleted = 0;
 	snap_init(&fresh);
-	ret = walk(t, &fresh, rel);
+	fd = open(t->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ret = fd < 0 ? -errno : snap_walk(&fresh, fd, "");
+	if (fd >= 0)
+		close(fd);
 	if (ret == 0)
-		ret = snap_diff_below(&t->view, rel, &fresh, print_change, &r);
+		ret = snap_diff_below(&t->view, "", &fresh, print_change, t);
 	if (ret == 0)
-		ret = snap_replace_below(&t->view, rel, &fresh);
+		ret = snap_replace_below(&t->view, "", &fresh);
 	snap_fini(&fresh);
-	if (why)
-		t->rescans++;
-	if (ret < 0)
-		fprintf(stderr, "fsnw-tree: rescan of %s: %s\n", *rel ? rel : t->root,
-			strerror(-ret));
-	else if (why)
-		fprintf(stderr, "fsnw-tree: rescan after %s: %zu created, %zu deleted\n", why,
-			r.created, r.deleted);
 	return ret;
 }
 
-void tree_view_forget_moved(struct tree_view *t)
+int tree_view_quiet(struct tree_view *t)
 {
-	snap_node_free(t->moved);
-	t->moved = NULL;
-	t->moved_cookie = 0;
-	free(t->moved_from);
-	t->moved_from = NULL;
-}
-
-void tree_view_quiet(struct tree_view *t)
-{
-	for (size_t i = 0; i < t->nlisted; i++)
-		free(t->listed[i]);
-	t->nlisted = 0;
-}
-
-void tree_view_fini(struct tree_view *t)
-{
-	tree_view_forget_moved(t);
-	tree_view_quiet(t);
-	free(t->listed);
-	t->listed = NULL;
-	t->cap_listed = 0;
-	snap_fini(&t->view);
-}
-
-/* Remember a directory moved in and listed, to list it again if a rename carries it. */
-static int listed_add(struct tree_view *t, const char *rel)
-{
-	char *l = strdup(rel);
-
-	if (!l)
-		return -ENOMEM;
-	if (t->nlisted == t->cap_listed) {
-		size_t cap = t->cap_listed ? 2 * t->cap_listed : 16;
-		char **v = realloc(t->listed, cap * sizeof(*v));
-
-		if (!v) {
-			free(l);
-			return -ENOMEM;
-		}
-		t->listed = v;
-		t->cap_listed = cap;
-	}
-	t->listed[t->nlisted++] = l;
+	if (!t->unsettled)
+		return 0;
+	if (t->dirty)
+		return tree_view_scan(t);
+	t->unsettled = false;
 	return 0;
 }
 
-/*
- * A rename of from to to carried the listed directories below from (or from
- * itself): the listing may have found them gone, or found another
- * directory. List each again under its new name, in place of what the view
- * has there; the rescan prints the differences.
- */
-static int relist_carried(struct tree_view *t, const char *from, const char *to)
+/* A new entry at rel, in place of what was there: a directory starts empty. */
+static int put_new(struct tree_view *t, const char *rel, bool dir)
 {
-	size_t fl = strlen(from), tl = strlen(to);
+	int ret = snap_remove(&t->view, rel);
 
-	for (size_t i = 0; i < t->nlisted; i++) {
-		char *l = t->listed[i], *nl;
-		size_t ll = strlen(l);
-		int ret;
-
-		if (strncmp(l, from, fl) || (l[fl] && l[fl] != '/'))
-			continue;
-		nl = malloc(tl + ll - fl + 1);
-		if (!nl)
-			return -ENOMEM;
-		memcpy(nl, to, tl);
-		memcpy(nl + tl, l + fl, ll - fl + 1);
-		free(l);
-		t->listed[i] = nl;
-		ret = rescan(t, nl, NULL);
-		if (ret < 0)
-			return ret;
-	}
-	return 0;
+	return ret < 0 ? ret : snap_put(&t->view, rel, dir ? 'd' : 'f');
 }
 
-/*
- * An event in a directory the view does not hold means the view and the
- * events disagree: an event the library reported under a directory's old
- * name, say, or one from a directory already moved out. The walk settles it.
- */
-static bool out_of_step(const struct tree_view *t, const char *rel)
-{
-	const char *slash = strrchr(rel, '/');
-	char parent[PATH_MAX];
-
-	if (!slash)
-		return false;
-	memcpy(parent, rel, (size_t)(slash - rel));
-	parent[slash - rel] = '\0';
-	return snap_type(&t->view, parent) != 'd';
-}
-
-/* Bring the view in line with one event about a named entry. */
-static int apply_change(struct tree_view *t, const struct fsnw_event *ev, const char *rel)
+/* Apply one event about a named entry (rel: its path from the root). */
+static int apply_named(struct tree_view *t, const struct fsnw_event *ev, const char *rel)
 {
 	bool dir = ev->mask & FSNW_ISDIR;
-	int ret = 0;
+	struct snap_node *n;
+	int ret;
 
+	if (t->moving && !((ev->mask & FSNW_MOVED_TO) && ev->cookie == t->moved_cookie))
+		forget_moved(t); /* moved out of the tree */
+	if (dir && (ev->mask & NAMESPACE))
+		t->dirty = true;
 	if (ev->mask & FSNW_CREATE)
-		/* A new directory's content comes as (synthetic) creates of its own. */
-		return snap_put(&t->view, rel, dir ? 'd' : type_at(t, rel));
+		return put_new(t, rel, dir);
 	if (ev->mask & FSNW_DELETE)
 		return snap_remove(&t->view, rel);
 	if (ev->mask & FSNW_MOVED_FROM) {
-		tree_view_forget_moved(t);
+		forget_moved(t);
 		ret = snap_detach(&t->view, rel, &t->moved);
-		t->moved_cookie = t->moved ? ev->cookie : 0;
-		if (ret == 0 && t->moved && t->nlisted) {
-			t->moved_from = strdup(rel);
-			if (!t->moved_from)
-				ret = -ENOMEM;
-		}
+		t->moving = ret == 0;
+		t->moved_cookie = ev->cookie;
 		return ret;
 	}
 	if (!(ev->mask & FSNW_MOVED_TO))
 		return 0;
-	if (ev->cookie && ev->cookie == t->moved_cookie) {
-		ret = snap_attach(&t->view, rel, t->moved);
+	if (!t->moving || !t->moved)
+		ret = put_new(t, rel, dir); /* moved in */
+	else {
+		n = t->moved;
 		t->moved = NULL;
-		if (ret == 0 && t->moved_from)
-			ret = relist_carried(t, t->moved_from, rel);
-		tree_view_forget_moved(t);
-		return ret;
+		ret = snap_attach(&t->view, rel, n);
 	}
-	/* From outside the tree: nobody told us what it holds. */
-	ret = snap_put(&t->view, rel, dir ? 'd' : type_at(t, rel));
-	if (ret == 0 && dir)
-		ret = rescan(t, rel, NULL);
-	if (ret == 0 && dir && t->relist)
-		ret = listed_add(t, rel);
+	forget_moved(t);
 	return ret;
-}
-
-/*
- * The event is applied even when out of step, so that the view holds what
- * the reader was told, and the rescan's differences take both back to what
- * is really there.
- */
-static int apply_named(struct tree_view *t, const struct fsnw_event *ev, const char *rel)
-{
-	bool stale = (ev->mask & (FSNW_CREATE | FSNW_DELETE | FSNW_MOVE)) && out_of_step(t, rel);
-	int ret = apply_change(t, ev, rel);
-
-	if (ret < 0 || !stale)
-		return ret;
-	tree_view_forget_moved(t);
-	return rescan(t, "", "an event under a directory not in the view");
 }
 
 int tree_view_event(struct tree_view *t, const struct fsnw_event *ev)
 {
 	char rel[PATH_MAX];
 
-	json_print_event_open(stdout, ev);
-	fputs("}\n", stdout);
+	if (t->out) {
+		json_print_event_open(t->out, ev);
+		fputs("}\n", t->out);
+	}
 	if (ev->mask & FSNW_OVERFLOW) {
-		tree_view_forget_moved(t);
-		return rescan(t, "", "overflow");
+		t->overflows++;
+		return tree_view_scan(t);
 	}
-	if (ev->mask & FSNW_IGNORED) {
-		fprintf(stderr, "fsnw-tree: %s is gone\n", t->root);
+	if (ev->wid != t->wid)
+		return 0;
+	if (ev->mask & FSNW_IGNORED)
 		return 1;
-	}
 	if (rel_path(t, ev, rel) < 0)
 		return 0;
 	if (ev->name)
 		return apply_named(t, ev, rel);
-	if ((ev->mask & FSNW_MOVE_SELF) && !*rel) {
-		/* The library reports under the old name; our view would be stale. */
-		fprintf(stderr, "fsnw-tree: %s was moved away\n", t->root);
+	/* The root itself moved: the paths events give no longer lead to
+	 * what the view describes. (One deleted ends with its IGNORED.) */
+	if ((ev->mask & FSNW_MOVE_SELF) && !*rel)
 		return 1;
-	}
 	return 0;
+}
+
+void tree_view_fini(struct tree_view *t)
+{
+	forget_moved(t);
+	snap_fini(&t->view);
+	free(t->root);
+	t->root = NULL;
 }

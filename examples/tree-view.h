@@ -1,8 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fsnw-tree's view of its tree, kept up to date from the library's events,
- * and put right by a rescan when they cannot be trusted (an overflow, or an
- * event the view cannot place).
+ * A view of a watched tree (every entry below the root: a directory or
+ * not), kept by applying the library's tree events mechanically, as
+ * libfsnwatch(7) ("The tree event contract") says a consumer does:
+ *
+ *   CREATE          the entry is new; a directory starts empty, and what
+ *                   it holds comes as (synthetic) creates of its own
+ *   DELETE          the entry and what is below it go
+ *   MOVED_FROM, then MOVED_TO of the same cookie as the tree's next event:
+ *                   the entry moves, with what is below it
+ *   MOVED_FROM alone  moved out: as DELETE
+ *   MOVED_TO alone  moved in: as CREATE
+ *   FSNW_OVERFLOW   scan again
+ *
+ * The type is FSNW_ISDIR; nothing is looked up on disk to apply an event.
+ * A scan (at the start, and after an overflow) reads the tree itself, and
+ * answers for the moment it was made only once a read came back empty with
+ * no directory created, deleted or moved since it began: until then it may
+ * have met a rename that events not yet read repeat, so such an event makes
+ * the view scan again. Once the tree rests and every event has been read,
+ * the view equals the tree.
  */
 #ifndef FSNW_EXAMPLES_TREE_VIEW_H
 #define FSNW_EXAMPLES_TREE_VIEW_H
@@ -10,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "fsnwatch.h"
 #include "snapshot.h"
@@ -18,48 +36,49 @@ struct tree_view {
 	char *root;            /* as given, trailing slashes dropped */
 	size_t rootlen;
 	int wid;               /* the tree's watch */
+	FILE *out;             /* JSON lines of its events and rescans; NULL: none */
 	struct snapshot view;
-	/* The last entry moved away, kept until its MOVED_TO (same cookie) says
-	 * where it went: a rename within the tree keeps its subtree. */
-	struct snap_node *moved;
+	/* A MOVED_FROM applied: the entry, taken out, waits for the MOVED_TO of
+	 * its cookie, which is the tree's next event if it comes at all. */
+	bool moving;
 	uint32_t moved_cookie;
-	size_t rescans;        /* of the whole tree, for the statistics */
-	/*
-	 * A tree the library does not walk (fanotify) reads no directory moved
-	 * in, and a rename the reader has not read yet may overtake our listing
-	 * of one. So each listed since the last empty read is listed again at
-	 * every MOVED_TO that carries it (libfsnwatch(7), "Moves"). inotify
-	 * trees read them under their new name themselves: relist is false.
-	 */
-	bool relist;
-	char **listed;         /* relative to the root */
-	size_t nlisted, cap_listed;
-	char *moved_from;      /* the path of moved, kept only when relisting */
+	struct snap_node *moved;
+	/* The last scan waits for an empty read to stand (unsettled); dirty: a
+	 * directory was created, deleted or moved since it began. */
+	bool unsettled;
+	bool dirty;
+	size_t scans;          /* of the whole tree, the first one included */
+	size_t overflows;
+	size_t created, deleted; /* what the last scan found changed */
 };
 
+/* Start an empty view of root (a copy is kept). Returns 0 or -errno. */
+int tree_view_init(struct tree_view *t, const char *root, int wid, FILE *out);
+
 /*
- * Print one event read from the library as a JSON line and apply it to the
- * view, with the lines of any rescan it causes. Returns 0 to go on, 1 when
- * the root itself is gone or moved away, -errno on error.
+ * Apply one event read from the library (printing it, with the lines of a
+ * scan it causes, when out is set). Returns 0 to go on, 1 when the root
+ * itself is gone or moved away, -errno on error.
  */
 int tree_view_event(struct tree_view *t, const struct fsnw_event *ev);
 
-/* Fill the view from a walk of the whole tree. Returns 0 or -errno. */
-int tree_view_walk(struct tree_view *t);
+/* Scan the whole tree (after the add: the view's start). Returns 0 or -errno. */
+int tree_view_scan(struct tree_view *t);
 
-/* Drop the entry kept since its MOVED_FROM. */
-void tree_view_forget_moved(struct tree_view *t);
+/*
+ * A read came back empty: the last scan stands, unless a directory changed
+ * since it began, in which case the tree is scanned again (and another
+ * empty read is needed). Returns 0 or -errno.
+ */
+int tree_view_quiet(struct tree_view *t);
 
-/* Are there listings that events not yet read may have overtaken? Then read until empty. */
-static inline bool tree_view_relisting(const struct tree_view *t)
+/* Does the view wait for an empty read before its scan stands? */
+static inline bool tree_view_unsettled(const struct tree_view *t)
 {
-	return t->nlisted > 0;
+	return t->unsettled;
 }
 
-/* A read came back empty: every event older than the listings has been applied. */
-void tree_view_quiet(struct tree_view *t);
-
-/* Release everything the view holds (not root). */
+/* Release everything the view holds. */
 void tree_view_fini(struct tree_view *t);
 
 #endif

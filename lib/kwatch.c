@@ -867,6 +867,17 @@ void kwatch_fs_narrow(struct fsnw *w, struct kwatch *fs, uint32_t kmask)
 	sys_tally_fold(w, &tally);
 }
 
+void kwatch_activate(struct kwatches *t, struct link *l)
+{
+	if (l->active)
+		return;
+	if (l->pnode.next != &l->pnode) {
+		list_del(&l->pnode);
+		t->npending--;
+	}
+	l->active = true;
+}
+
 struct link *kwatch_pop_pending(struct kwatches *t)
 {
 	struct link *l;

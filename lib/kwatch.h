@@ -267,6 +267,13 @@ void kwatch_fs_release(struct fsnw *w, struct kwatch *fs, bool park);
  * mark drops the rest where the backend can (it stays as it was if not). */
 void kwatch_fs_narrow(struct fsnw *w, struct kwatch *fs, uint32_t kmask);
 
+/*
+ * l hears events from now on, those of its kernel watch still unread
+ * included: a tree's directory, whose tree merges what events say with
+ * what its listing found by name, and must not lose what happens between
+ * its watch and the next settle.
+ */
+void kwatch_activate(struct kwatches *t, struct link *l);
 /* The oldest pending link, taken off the pending list (still inactive), or NULL. */
 struct link *kwatch_pop_pending(struct kwatches *t);
 /* Put popped links (a list of struct link.pnode) back on the pending list. */

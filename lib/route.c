@@ -48,9 +48,10 @@ void route_reconcile(struct fsnw *w)
  * Hand ev to each active link of kw; returns how many pushes it made. A
  * plain link only queues the event, deferred: the queue takes the pushes
  * of a whole read as one batch, and the engine flushes it before the
- * buffer the name lies in is read over. A tree link or a oneshot watch
- * acts on the event at once, which may detach links (kw is pinned for
- * that): its push goes in at once too, after all deferred before it.
+ * buffer the name lies in is read over. A tree link hands the event to its
+ * tree (tree_event), which reports it and follows its directories by it,
+ * and a oneshot watch ends; kw is pinned for those: its pushes go in at
+ * once, after all deferred before them.
  */
 static unsigned fan_out(struct fsnw *w, struct kwatch *kw, const struct kevent *ev)
 {
@@ -77,31 +78,24 @@ static unsigned fan_out(struct fsnw *w, struct kwatch *kw, const struct kevent *
 			continue;
 		}
 		if (!pinned) {
+			queue_flush(w->q); /* what was deferred came first */
 			kwatch_pin(kw);
 			pinned = true;
 		}
-		if (lw->tree && tree_walk_echo(&w->trees, l, ev)) {
-			w->st.dropped_walk++;
-			continue;
-		}
-		if (wanted) {
-			/* The queue fires the merge probe itself. */
-			queue_push(w->q, &lw->qo, l->path, mask, ev->cookie, ev->name, ev->namelen,
-				   0);
-			pushes++;
-		}
 		/*
-		 * After the push: the event reports the path it happened at, and a
-		 * tree may now rename or drop l, or end, having lost its root. A
-		 * tree has one link per kernel watch and a oneshot watch a single
-		 * link: only l goes of this list, and tmp stays valid.
+		 * A tree detaches no link while it routes (tree.h), and a
+		 * oneshot watch has a single link: tmp stays valid. A tree
+		 * that lost its root ends whole.
 		 */
 		if (lw->tree) {
-			if (tree_note_event(w, l, ev))
+			pushes += wanted != 0;
+			if (tree_event(w, l, ev))
 				watches_dropped(w, lw);
-		} else {
-			watches_oneshot_fired(w, lw);
+			continue;
 		}
+		queue_push(w->q, &lw->qo, l->path, mask, ev->cookie, ev->name, ev->namelen, 0);
+		pushes++;
+		watches_oneshot_fired(w, lw);
 	}
 	if (!heard)
 		w->st.dropped_parked++;
@@ -186,19 +180,10 @@ unsigned route_event(struct fsnw *w, const struct kevent *ev, struct route_lane 
 void route_end_trees(struct fsnw *w)
 {
 	struct watch *lw;
+	bool failed;
 
-	while ((lw = trees_pop_ended(&w->trees)))
-		watches_dropped(w, lw);
-}
-
-/* Trees on fanotify whose directory went end now that their events are in. */
-FSNW_COLD static void end_fantrees(struct fsnw *w)
-{
-	struct watch *lw;
-	bool pending;
-
-	while ((lw = fantree_pop_ended(&w->trees.fan, &pending))) {
-		if (pending) /* the add in progress fails, as a plain one would */
+	while ((lw = trees_pop_ended(&w->trees, &failed))) {
+		if (failed) /* the add in progress fails, as a plain one would */
 			lw->add_failed = true;
 		else
 			watches_dropped(w, lw);
@@ -232,8 +217,6 @@ void route_settle(struct fsnw *w)
 		}
 	}
 	kwatch_repend(&w->kwatches, &later);
-	if (unlikely(fantrees_busy(&w->trees.fan))) {
-		fantree_settle(w);
-		end_fantrees(w);
-	}
+	trees_settle(w);
+	route_end_trees(w);
 }

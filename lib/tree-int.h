@@ -1,8 +1,35 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the tree modules share, and nobody else: tree.c (trees, their path
- * index, what their events say) and tree-walk.c (the walks that read their
- * directories). Other modules use tree.h.
+ * What the walked-tree modules share, and nobody else: tree.c (the life of
+ * trees, the steps after a drain, mounts), tree-model.c (a tree's
+ * directories and what events say of them) and tree-walk.c (reading a
+ * directory and making what it held stand). Other modules use tree.h.
+ *
+ * The model. A walked tree knows each of its directories as a struct tdir:
+ * its name and parent (so a rename moves a subtree in one step, and a path
+ * is built from the names when an event needs it), its kernel watch (a
+ * link), and its identity (device and inode, from the directory's own
+ * listing). The model is at *stream time*: it says what the events read so
+ * far say, so that each event is reported where it happened. A read of a
+ * directory answers for *now*, ahead of the events still unread; what it
+ * finds is held (PROVISIONAL) until the drain after it has read every
+ * event older than the read, and then merged name by name: a name some
+ * event touched since the directory's watch landed is the events'; any
+ * other is the listing's (tree-walk.c).
+ *
+ * States (enum tdir_state) and the list qnode is in:
+ *   PENDING      to be read: no watch yet (a new directory, one moved in,
+ *                or one a listing found); tree.visits
+ *   WAITING      its read found another directory or none at its path,
+ *                which events still unread explain; tree.waiting
+ *   PROVISIONAL  watched and read in the open window; trees.stepped
+ *   LIVE         watched, its listing merged; in no list
+ *   RELIST       LIVE, to be read again; tree.visits
+ *   LIMBO        left the tree (moved out, deleted, displaced) but still
+ *                watched: a read may find it again elsewhere in the tree
+ *                (a move whose other end the tree could not see), or its
+ *                drop notice comes; tree.limbo. Its events are dropped.
+ *   FAILED       unreadable (EACCES, ...): FSNW_OVERFLOW said so; in no list
  */
 #ifndef FSNW_TREE_INT_H
 #define FSNW_TREE_INT_H
@@ -13,103 +40,151 @@
 #include <sys/types.h>
 
 #include "handle.h"
+#include "path.h"
+
+enum tdir_state {
+	TD_PENDING,
+	TD_WAITING,
+	TD_PROVISIONAL,
+	TD_LIVE,
+	TD_RELIST,
+	TD_LIMBO,
+	TD_FAILED,
+};
+
+struct tlisting;
+
+struct tdir {
+	struct hnode cnode;      /* tree.children, while it has a parent */
+	struct tree *t;
+	struct tdir *parent;     /* NULL: the root, or in limbo */
+	struct tdir *child;      /* its first subdirectory */
+	struct tdir *next, *prev; /* its siblings */
+	struct link *l;          /* its watch, or NULL */
+	struct list qnode;       /* by state: see above */
+	struct strref *path;     /* what its events report, while pgen is the tree's */
+	struct tlisting *lst;    /* PROVISIONAL: what its read found */
+	/* Left its place while its identity was unproven: an arrival at
+	 * (amb_parent, amb_name) before its watch's MOVE_SELF takes the watch. */
+	struct tdir *amb_parent;
+	struct strref *amb_name;
+	dev_t dev;
+	ino_t ino;               /* known: from a listing (its own or its parent's) */
+	uint64_t due_ns;         /* WAITING: not before */
+	uint64_t seen;           /* WAITING: events read when its read failed */
+	uint32_t pgen;
+	uint32_t walk_gen;       /* the window that last read it */
+	char *name;              /* iname, or a longer name a rename gave */
+	uint16_t namelen;
+	uint16_t namecap;        /* bytes iname holds, NUL included */
+	uint8_t state;           /* enum tdir_state */
+	uint8_t tries;           /* WAITING: timed reads that failed in a row */
+	bool ino_known;          /* ino was known before its read (its parent's listing) */
+	bool unproven;           /* its watch is whatever its path led to at its read */
+	bool synth;              /* report what it holds as synthetic FSNW_CREATE */
+	bool conflict;           /* its read met the watch of another directory of the tree */
+	bool listed;             /* walk_commit: its parent's listing has it */
+	bool starved;            /* its read lacked a resource (FSNW_OVERFLOW said so) */
+	char iname[];
+};
+
+/*
+ * A MOVED_FROM of a tree directory's entry, held until the tree's next
+ * event: its MOVED_TO (the same cookie) goes out right after it, and the
+ * move is applied between them; anything else means it left the tree.
+ */
+struct held_from {
+	struct tdir *dir;        /* where it was */
+	uint32_t mask, cookie;
+	uint16_t namelen;
+	char name[256];
+};
 
 struct tree {
-	struct list node;    /* in trees.all */
-	struct watch *lw;    /* the tree watch */
-	struct fantree *fan; /* a tree without a walk (fantree.c): the rest is unused */
-	struct htab by_path; /* its links, by path */
+	struct list node;        /* in trees.all */
+	struct trees *ts;        /* the handle's */
+	struct watch *lw;        /* the tree watch */
+	struct fantree *fan;     /* a tree without a walk (fantree.c): the rest is unused */
+	struct htab children;    /* struct tdir.cnode, by parent and name */
+	struct tdir *root;
+	struct list visits;      /* struct tdir.qnode: PENDING and RELIST, oldest first */
+	struct list waiting;     /* WAITING */
+	struct list limbo;       /* LIMBO (the tops of what left; subtrees below them) */
 	/* A relative root is resolved against the directory current at the
 	 * add: new directories found later must not depend on a chdir since. */
 	struct strref *abs_root; /* NULL when the root path is absolute */
 	/* The root as /proc/self/mountinfo spells mount points (symlinks and
 	 * dot-dots resolved), to tell which mounts are inside; NULL: unknown. */
 	struct strref *canon_root;
-	struct link *root;
-	dev_t root_dev;      /* FSNW_WATCH_ONE_FS, and the root's identity */
+	dev_t root_dev;          /* FSNW_WATCH_ONE_FS, and the root's identity */
 	ino_t root_ino;
-	uint32_t kmask;      /* the caller's mask and what following directories needs */
-	unsigned moving;     /* links with a MOVED_FROM awaiting its MOVED_TO or MOVE_SELF */
-	struct list moves;   /* struct dir_move: unwatched directories moved from */
-	struct walk *adding; /* the add's own walk, until it ends */
-	int add_err;         /* why the add's walk failed, or 0 */
-	bool ending;         /* lost its root: ends (FSNW_IGNORED) after this drain */
+	uint32_t kmask;          /* the caller's mask and what following directories needs */
+	uint32_t pgen;           /* a directory was renamed: paths built before are stale */
+	struct held_from *from;  /* a MOVED_FROM awaiting the next event */
+	size_t ndirs;
+	int add_err;             /* why the add's walk failed, or 0 */
+	bool adding;             /* the add's walk still runs: a failure fails the add */
+	bool ending;             /* lost its root: ends (FSNW_IGNORED) after this drain */
+	bool counted;            /* counted in trees.nwork */
 };
 
-/*
- * A directory a walk is still to read. Its path is the one events report;
- * the path that resolves it is real_path() of it.
- */
-struct wdir {
-	struct strref *path;
-	unsigned flags;
-};
+/* ---- tree-model.c ---- */
 
-#define WDIR_ROOT   0x1u /* the tree's own directory (the add) */
-#define WDIR_SYNTH  0x2u /* report what it holds as synthetic FSNW_CREATE */
-#define WDIR_REREAD 0x4u /* linked already (a rescan, or a read that failed): read it */
+/* A new directory below parent (NULL: the root); NULL: ENOMEM. */
+struct tdir *tdir_new(struct tree *t, struct tdir *parent, const char *name, size_t len);
+/* The subdirectory name of d the model has, or NULL. */
+struct tdir *tdir_child(const struct tree *t, const struct tdir *d, const char *name,
+			size_t len);
+/* What events at d report as their path (borrowed); NULL: ENOMEM. */
+struct strref *tdir_path(struct tdir *d);
+/* The path that resolves d, whatever the current directory (a reference). */
+struct strref *tdir_real_path(struct tdir *d);
+/* Put d in state s (and the list that goes with it). */
+void tdir_set_state(struct tdir *d, enum tdir_state s);
+/* Move d (with its subtree) below parent as name, in place of what was there. */
+int tdir_move(struct tdir *d, struct tdir *parent, const char *name, size_t len);
+/* d left the tree: it and its subtree go to limbo (still watched). */
+void tdir_to_limbo(struct tdir *d);
+/* Free d and its subtree: links detached (parked where the cache allows). */
+void tdir_forget(struct fsnw *w, struct tdir *d, bool park);
+/* Free d and its subtree, every watch taken back exactly (kwatch_undo). */
+void tdir_undo(struct fsnw *w, struct tdir *d);
+/* Free d and its subtree's records only (the handle closes: no syscalls). */
+void tdir_drop(struct tdir *d);
+/* Is a below d (or d)? */
+bool tdir_within(const struct tdir *a, const struct tdir *d);
+/* Mark d and its watched subtree to be read again, synthetic (a relocation). */
+void tdir_relist_subtree(struct tdir *d);
+/* Update the tree's place in trees.nwork after a change of its lists. */
+void tree_count_work(struct trees *ts, struct tree *t);
+/* Flush t's held MOVED_FROM: the entry left the tree. */
+void tree_flush_from(struct fsnw *w, struct tree *t);
+/* Push one event of t at d (mask filtered by the caller's). */
+void tree_report(struct fsnw *w, struct tree *t, struct tdir *d, uint32_t mask,
+		 uint32_t cookie, const char *name, size_t len);
 
-enum walk_kind {
-	WALK_ADD,      /* the tree add: any failure fails the add */
-	WALK_NEW,      /* a created directory: what it holds is reported (synthetic) */
-	WALK_MOVED_IN, /* moved in from outside: the caller lists it */
-	WALK_RESCAN,   /* linked directories read again for subdirectories we lack */
-	WALK_MOUNT,    /* a mount appeared or went: the caller was told to rescan */
-};
+/* ---- tree-walk.c ---- */
 
-/*
- * A walk reads directories one at a time, each by its path, from an
- * explicit stack: it holds one file descriptor whatever the depth, and it
- * can stop after any directory and go on after the next drain (steps).
- */
-struct walk {
-	struct list node;    /* in trees.walks (to run) or trees.retry */
-	struct tree *t;
-	enum walk_kind kind;
-	bool started;        /* its first directory was taken from the stack */
-	bool failed;         /* it raised FSNW_OVERFLOW for a directory it could not read */
-	bool top_vanished;   /* its first directory was not there */
-	int err;             /* the failure that stopped it */
-	unsigned tries;      /* retries so far (back-off) */
-	uint64_t due_ns;     /* retry: not before (CLOCK_MONOTONIC) */
-	struct wdir redo;    /* the directory whose read failed, first on the next run */
-	struct wdir *stack;
-	size_t n, cap;
-};
-
-enum walk_result {
-	WALK_DONE,   /* nothing left to read */
-	WALK_PAUSED, /* the step's budget is spent */
-	WALK_FAILED, /* stopped by wk->err; redo holds the directory */
-};
-
-/* tree.c, for tree-walk.c */
-struct link *tree_find_link(const struct tree *t, const char *s, size_t len);
-void tree_index_link(struct tree *t, struct link *l);
-struct strref *tree_real_path(const struct tree *t, struct strref *path);
-
-/* tree-walk.c */
-/* A walk of path (the reference is taken, and put on failure); NULL: ENOMEM. */
-struct walk *walk_new(struct tree *t, enum walk_kind kind, struct strref *path,
-		      unsigned flags);
-void walk_free(struct walk *wk);
-/* Read directories until none is left, *budget is spent or one fails. */
-enum walk_result walk_run(struct fsnw *w, struct walk *wk, unsigned *budget);
-/* Has the walk a directory at or below dir still to read? */
-bool walk_has_under(const struct walk *wk, const struct strref *dir);
-/* Give directories at or below from their path under to; false: ENOMEM. */
-bool walk_rebase(struct walk *wk, const struct strref *from, const struct strref *to);
-/* Forget the directories at or below dir. */
-void walk_cancel_under(struct walk *wk, const struct strref *dir);
+/* Read up to *budget directories of t's visits (the step's window is open). */
+void walk_step(struct fsnw *w, struct tree *t, unsigned *budget);
+/* The window closed: d's listing stands (or d is read again). */
+void walk_commit(struct fsnw *w, struct tdir *d);
+/* Note that name of d (PROVISIONAL) was touched by an event. */
+void walk_touch(struct tdir *d, const char *name, size_t len);
+/* A touched name of d could not be recorded: d is read again at the commit. */
+void walk_lost(struct tdir *d);
+/* Free d's listing. */
+void walk_listing_free(struct tdir *d);
 /* Failures a later try may not meet: resources, not permissions. */
 bool walk_transient(int err);
 
-/* Is p dir, or below it? */
-static inline bool path_under(const struct strref *p, const struct strref *dir)
-{
-	return p->len >= dir->len && memcmp(p->s, dir->s, dir->len) == 0 &&
-	       (p->len == dir->len || p->s[dir->len] == '/' ||
-		(dir->len && dir->s[dir->len - 1] == '/'));
-}
+/* ---- tree.c ---- */
+
+/* The tree lost its root: it ends after this drain. */
+void tree_end(struct trees *ts, struct tree *t);
+/* Does the root path still lead to the tree's root directory (a stat)? */
+bool tree_root_still_there(struct fsnw *w, const struct tree *t);
+/* Out of memory for a new subdirectory of d: FSNW_OVERFLOW, and d is read again. */
+void tree_need_relist(struct fsnw *w, struct tdir *d);
 
 #endif

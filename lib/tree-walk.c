@@ -1,11 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The walks of tree watches. A walk takes a directory from its stack,
- * marks it, opens it by its path, lists it and closes it before the next:
- * one file descriptor, whatever the depth. The mark comes before the read
- * (what is made meanwhile is then seen by one or the other), and a
- * directory whose mark fails is never opened, so a failing directory
- * makes no event of ours (no OPEN or CLOSE_NOWRITE echo on its parent).
+ * Reading a walked tree's directories. A step reads directories one at a
+ * time, each by its path: open it, watch what the descriptor holds (its
+ * /proc/self/fd name: the watch and the listing are of one directory,
+ * whatever its path leads to by then), list it, close it. The watch comes
+ * before the listing: what is made meanwhile is seen by one or the other.
+ *
+ * A listing answers for the moment it was made, ahead of the events still
+ * unread, so it is held (PROVISIONAL) until the drain after the step has
+ * read every event older than it, and then merged (walk_commit): a name an
+ * event touched since the directory's watch landed is what the events made
+ * it; any other name is what the listing found. The events were reported
+ * as they came, so the synthetic FSNW_CREATE of a listed entry goes out only
+ * for names no event touched, after them: a consumer applying both in order
+ * ends with the directory as it is.
+ *
+ * Identity. The listing's "." is the directory's inode, and its ".." its
+ * parent's, read under the directory's lock. A directory a listing found
+ * must be the inode the listing said (the read meets another directory, or
+ * none, when a rename overtook it: events still unread explain it, and the
+ * read waits for them), and its parent must be the tree's. A directory
+ * known only from a create or a move in has no inode to check: its watch is
+ * taken as its own unless, before the watch's MOVE_SELF, something arrives
+ * where it was (tree-model.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -14,12 +31,43 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "mem.h"
+#include "stats.h"
 #include "tree-int.h"
 
 #define DENTS_BUF 32768
+/* Reads in a row that met the wrong directory, or none, before the tree
+ * says it cannot follow (FSNW_OVERFLOW); the events that explain such a
+ * read come within microseconds. */
+#define WAIT_TRIES_MAX 8
+#define RETRY_FIRST_NS 10000000ull
+#define RETRY_MAX_NS 2000000000ull
+
+struct tent {
+	ino_t ino;
+	uint32_t off;   /* in names */
+	uint16_t len;
+	bool dir;
+};
+
+struct tname {
+	struct hnode node;
+	uint16_t len;
+	char name[];
+};
+
+struct tlisting {
+	struct tent *e;
+	size_t n, cap;
+	char *names;
+	size_t nlen, ncap;
+	struct htab touched; /* struct tname: names events touched since the watch */
+	ino_t self, parent;  /* "." and "..", 0 when the listing had none */
+	bool lost;           /* a touched name could not be kept (ENOMEM) */
+};
 
 bool walk_transient(int err)
 {
@@ -31,119 +79,104 @@ static bool vanished(int err)
 	return err == -ENOENT || err == -ENOTDIR || err == -ELOOP;
 }
 
-static int push(struct walk *wk, struct strref *path, unsigned flags)
-{
-	if (wk->n == wk->cap) {
-		size_t ncap = wk->cap ? wk->cap * 2 : 16;
-		struct wdir *p = mem_realloc(wk->stack, ncap * sizeof(*p));
+/* ---- listings ---- */
 
-		if (!p) {
-			strref_put(path);
+static void free_name(struct hnode *n, void *arg)
+{
+	(void)arg;
+	mem_free(container_of(n, struct tname, node));
+}
+
+void walk_listing_free(struct tdir *d)
+{
+	struct tlisting *lst = d->lst;
+
+	if (!lst)
+		return;
+	htab_for_each(&lst->touched, free_name, NULL);
+	htab_fini(&lst->touched);
+	mem_free(lst->e);
+	mem_free(lst->names);
+	mem_free(lst);
+	d->lst = NULL;
+}
+
+static uint64_t name_hash(const char *name, size_t len)
+{
+	return hash_bytes(name, len, 0x746f756368ull);
+}
+
+static bool touched(const struct tlisting *lst, const char *name, size_t len)
+{
+	struct hnode *n;
+
+	htab_for_each_hash(n, &lst->touched, name_hash(name, len)) {
+		struct tname *x = container_of(n, struct tname, node);
+
+		if (x->len == len && !memcmp(x->name, name, len))
+			return true;
+	}
+	return false;
+}
+
+void walk_touch(struct tdir *d, const char *name, size_t len)
+{
+	struct tlisting *lst = d->lst;
+	struct tname *x;
+
+	if (touched(lst, name, len))
+		return;
+	x = mem_alloc(sizeof(*x) + len);
+	if (!x || htab_reserve(&lst->touched, 1) < 0) {
+		mem_free(x);
+		lst->lost = true;
+		return;
+	}
+	x->len = (uint16_t)len;
+	memcpy(x->name, name, len);
+	htab_insert(&lst->touched, &x->node, name_hash(name, len));
+}
+
+void walk_lost(struct tdir *d)
+{
+	d->lst->lost = true;
+}
+
+static int listing_add(struct tlisting *lst, const char *name, size_t len, bool dir, ino_t ino)
+{
+	if (lst->n == lst->cap) {
+		size_t cap = lst->cap ? 2 * lst->cap : 32;
+		struct tent *e = mem_realloc(lst->e, cap * sizeof(*e));
+
+		if (!e)
 			return -ENOMEM;
-		}
-		wk->stack = p;
-		wk->cap = ncap;
+		lst->e = e;
+		lst->cap = cap;
 	}
-	wk->stack[wk->n].path = path;
-	wk->stack[wk->n].flags = flags;
-	wk->n++;
+	if (lst->nlen + len > lst->ncap) {
+		size_t cap = lst->ncap ? 2 * lst->ncap : 512;
+		char *p;
+
+		while (cap < lst->nlen + len)
+			cap *= 2;
+		p = mem_realloc(lst->names, cap);
+		if (!p)
+			return -ENOMEM;
+		lst->names = p;
+		lst->ncap = cap;
+	}
+	memcpy(lst->names + lst->nlen, name, len);
+	lst->e[lst->n++] = (struct tent){ ino, (uint32_t)lst->nlen, (uint16_t)len, dir };
+	lst->nlen += len;
 	return 0;
-}
-
-struct walk *walk_new(struct tree *t, enum walk_kind kind, struct strref *path,
-		      unsigned flags)
-{
-	struct walk *wk = mem_zalloc(sizeof(*wk));
-
-	if (!wk || push(wk, path, flags) < 0) {
-		if (!wk)
-			strref_put(path);
-		mem_free(wk);
-		return NULL;
-	}
-	list_init(&wk->node);
-	wk->t = t;
-	wk->kind = kind;
-	return wk;
-}
-
-void walk_free(struct walk *wk)
-{
-	for (size_t i = 0; i < wk->n; i++)
-		strref_put(wk->stack[i].path);
-	strref_put(wk->redo.path);
-	mem_free(wk->stack);
-	mem_free(wk);
-}
-
-/* A directory reachable twice (bind mounts) is watched once per tree. */
-static struct link *other_link(const struct link *l)
-{
-	struct list *pos;
-
-	for (pos = l->kw->links.next; pos != &l->kw->links; pos = pos->next) {
-		struct link *o = list_entry(pos, struct link, knode);
-
-		if (o != l && o->watch == l->watch)
-			return o;
-	}
-	return NULL;
 }
 
 /*
- * Attach one directory of the tree; *out is NULL when it is skipped: gone
- * already, or reachable twice (bind mounts) and watched once per tree. A
- * directory read again keeps its link. A link left at the same path by a
- * directory since replaced gives way.
+ * List fd into lst: every entry when all is set (what it holds is to be
+ * reported), its subdirectories otherwise; "." and ".." into self and
+ * parent.
  */
-static int attach_dir(struct fsnw *w, struct walk *wk, const struct wdir *d,
-		      const struct strref *real, uint32_t flags, struct link **out)
-{
-	struct tree *t = wk->t;
-	struct link *l, *o, *stale;
-	int ret;
-
-	*out = NULL;
-	ret = htab_reserve(&t->by_path, 1);
-	if (ret < 0)
-		return ret;
-	/* FSNW_WATCH_TREE: a backend with filesystem marks may cover it. */
-	ret = kwatch_attach(w, t->lw, AT_FDCWD, real->s, t->kmask,
-			    flags | FSNW_WATCH_ONLYDIR | FSNW_WATCH_TREE, d->path, &l);
-	if (ret < 0)
-		return ret;
-	o = other_link(l);
-	if (o) {
-		kwatch_undo(w, l);
-		if ((d->flags & WDIR_REREAD) && o->path->len == d->path->len &&
-		    !memcmp(o->path->s, d->path->s, d->path->len))
-			*out = o;
-		return 0;
-	}
-	stale = tree_find_link(t, d->path->s, d->path->len);
-	if (stale && stale != t->root) {
-		htab_remove(&t->by_path, &stale->tnode);
-		kwatch_detach(w, stale, false);
-	}
-	tree_index_link(t, l);
-	*out = l;
-	return 0;
-}
-
-static void synthetic_create(struct fsnw *w, struct tree *t, struct link *l, const char *name,
-			     size_t len, bool isdir)
-{
-	uint32_t mask = FSNW_CREATE | FSNW_SYNTHETIC | (isdir ? FSNW_ISDIR : 0);
-
-	if (!(t->lw->mask & FSNW_CREATE))
-		return;
-	queue_push(w->q, &t->lw->qo, l->path, mask, 0, name, len, 0);
-	w->st.events_synthetic++;
-}
-
-/* List fd (the directory of l): report its entries if synth, push its subdirectories. */
-static int list_dir(struct fsnw *w, struct walk *wk, int fd, struct link *l, bool synth,
-		    unsigned child_flags)
+static int list_fd(struct fsnw *w, int fd, struct tlisting *lst, bool all)
 {
 	unsigned char *dents = w->trees.dents;
 
@@ -159,36 +192,41 @@ static int list_dir(struct fsnw *w, struct walk *wk, int fd, struct link *l, boo
 			struct dirent64 *e = (struct dirent64 *)(void *)(dents + off);
 			const char *name = e->d_name;
 			size_t len = strlen(name);
-			bool isdir = e->d_type == DT_DIR;
-			struct strref *sub;
+			bool dir = e->d_type == DT_DIR;
+			int ret;
 
 			off += e->d_reclen;
-			if (!strcmp(name, ".") || !strcmp(name, ".."))
+			if (len <= 2 && name[0] == '.' && (len == 1 || name[1] == '.')) {
+				if (len == 1)
+					lst->self = e->d_ino;
+				else
+					lst->parent = e->d_ino;
 				continue;
+			}
 			if (e->d_type == DT_UNKNOWN) {
 				struct stat st;
 
 				w->st.sys_walk++;
 				if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 					continue; /* vanished */
-				isdir = S_ISDIR(st.st_mode);
+				dir = S_ISDIR(st.st_mode);
 			}
-			if (synth)
-				synthetic_create(w, wk->t, l, name, len, isdir);
-			if (!isdir)
+			if (!dir && !all)
 				continue;
-			sub = strref_join(l->path, name, len);
-			if (!sub || push(wk, sub, child_flags) < 0)
-				return -ENOMEM;
+			ret = listing_add(lst, name, len, dir, e->d_ino);
+			if (ret < 0)
+				return ret;
 		}
 	}
 }
+
+/* ---- one directory ---- */
 
 /*
  * The root's identity, to tell later whether its path still leads to it,
  * and (when mounts are followed) its path as mount points are spelt.
  */
-static void root_opened(struct fsnw *w, struct tree *t, int fd)
+static void root_opened(struct fsnw *w, struct tree *t, struct tdir *d, int fd)
 {
 	char proc[32], buf[PATH_MAX];
 	struct stat st;
@@ -196,7 +234,7 @@ static void root_opened(struct fsnw *w, struct tree *t, int fd)
 
 	w->st.sys_walk++;
 	if (fstat(fd, &st) == 0) {
-		t->root_dev = st.st_dev;
+		t->root_dev = d->dev = st.st_dev;
 		t->root_ino = st.st_ino;
 	}
 	if (w->trees.mounts.check_fd < 0 || t->canon_root)
@@ -209,179 +247,393 @@ static void root_opened(struct fsnw *w, struct tree *t, int fd)
 		t->canon_root = strref_new(buf, (size_t)n);
 }
 
-/* Flags of the subdirectories of a walk's directories. */
-static unsigned child_flags(const struct walk *wk)
+/* A link of this tree on l's kernel watch other than l, or NULL. */
+static struct link *other_link(const struct link *l)
 {
-	return wk->kind == WALK_NEW || wk->kind == WALK_RESCAN ? WDIR_SYNTH : 0;
+	struct list *pos;
+
+	for (pos = l->kw->links.next; pos != &l->kw->links; pos = pos->next) {
+		struct link *o = list_entry(pos, struct link, knode);
+
+		if (o != l && o->watch == l->watch)
+			return o;
+	}
+	return NULL;
 }
 
-/*
- * Read one directory of the walk. 0 when it is done or skipped (gone, or
- * another filesystem under FSNW_WATCH_ONE_FS); -errno otherwise, with
- * d->flags telling whether it is linked already.
- */
-static int walk_dir(struct fsnw *w, struct walk *wk, struct wdir *d)
+/* Does x's path still lead to x (a stat)? */
+static bool still_there(struct fsnw *w, struct tdir *x)
 {
-	struct tree *t = wk->t;
-	struct watch *lw = t->lw;
-	bool root = d->flags & WDIR_ROOT;
-	/* Below the root, symlinks are never followed. */
-	bool nofollow = !root || (lw->flags & FSNW_WATCH_DONT_FOLLOW);
-	uint32_t flags = (lw->flags & FSNW_WATCH_EXCL_UNLINK) |
-			 (nofollow ? FSNW_WATCH_DONT_FOLLOW : 0);
-	struct strref *real = tree_real_path(t, d->path);
-	struct link *l;
+	struct strref *real = tdir_real_path(x);
 	struct stat st;
-	int fd, ret;
+	bool ret;
 
 	if (!real)
-		return -ENOMEM;
-	if (!root && (lw->flags & FSNW_WATCH_ONE_FS)) {
-		w->st.sys_walk++;
-		if (fstatat(AT_FDCWD, real->s, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			ret = -errno;
-			goto out;
-		}
-		ret = 0;
-		if (!S_ISDIR(st.st_mode) || st.st_dev != t->root_dev)
-			goto out;
-	}
-	ret = attach_dir(w, wk, d, real, flags, &l);
-	if (ret == 0 && !l)
-		ret = root ? -ENOENT : 0;
-	if (ret < 0 || !l)
-		goto out;
-	if (root)
-		t->root = l;
-	l->walk_gen = w->trees.window_gen;
-	d->flags |= WDIR_REREAD;
-	fd = openat(AT_FDCWD, real->s, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
-				       (nofollow ? O_NOFOLLOW : 0));
+		return false;
 	w->st.sys_walk++;
-	if (fd < 0) {
-		ret = -errno;
-		goto out;
-	}
-	if (root)
-		root_opened(w, t, fd);
-	ret = list_dir(w, wk, fd, l, d->flags & WDIR_SYNTH, child_flags(wk));
-	close(fd);
-	w->st.sys_walk++;
-out:
+	ret = fstatat(AT_FDCWD, real->s, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == x->ino;
 	strref_put(real);
 	return ret;
 }
 
-static enum walk_result walk_steps(struct fsnw *w, struct walk *wk, unsigned *budget)
-{
-	while (wk->redo.path || wk->n) {
-		struct wdir d;
-		int ret;
-
-		if (!*budget)
-			return WALK_PAUSED;
-		(*budget)--;
-		if (wk->redo.path) {
-			d = wk->redo;
-			wk->redo.path = NULL;
-		} else {
-			d = wk->stack[--wk->n];
-		}
-		ret = walk_dir(w, wk, &d);
-		if (!wk->started && vanished(ret))
-			wk->top_vanished = true;
-		wk->started = true;
-		/* The root must be there; a directory below it may go. */
-		if (ret < 0 && !(d.flags & WDIR_ROOT) && vanished(ret))
-			ret = 0;
-		if (ret == 0) {
-			strref_put(d.path);
-			continue;
-		}
-		if (wk->kind == WALK_ADD || walk_transient(ret)) {
-			wk->redo = d;
-			wk->err = ret;
-			return WALK_FAILED;
-		}
-		/*
-		 * A directory we may not read (EACCES, a path too long, ...):
-		 * events below it would go unseen, which FSNW_OVERFLOW says. It
-		 * is not tried again on every read; its siblings still are read.
-		 */
-		if (!wk->failed)
-			handle_overflow(w, OVERFLOW_UNWATCHED);
-		wk->failed = true;
-		strref_put(d.path);
-	}
-	return WALK_DONE;
-}
-
 /*
- * A step holds the handle's lock throughout, mark calls included
- * (kwatch_hold_lock): the walk's state (its stack, the tree's path index, the
- * links it has made) must not change under it.
+ * Watch what fd holds. The watch found may be one the tree has for
+ * another directory: one in limbo is this one come back (a move whose
+ * other end the tree could not see), and d takes its place; one in the
+ * tree elsewhere is a move not read yet, if its path leads to it no more
+ * (the read waits for the events), or else the same directory reachable
+ * twice (a bind mount), watched at both places. Returns 0 (*x: the
+ * directory read, d or the one it became), 1 to wait, or -errno.
  */
-enum walk_result walk_run(struct fsnw *w, struct walk *wk, unsigned *budget)
+static int watch_fd(struct fsnw *w, struct tree *t, struct tdir *d, int fd, struct tdir **x)
 {
-	enum walk_result res;
+	uint32_t flags = (t->lw->flags & FSNW_WATCH_EXCL_UNLINK) | FSNW_WATCH_ONLYDIR |
+			 FSNW_WATCH_TREE;
+	char proc[32];
+	struct link *l, *o;
+	struct tdir *other;
+	int ret;
 
-	kwatch_hold_lock(&w->kwatches, true);
-	res = walk_steps(w, wk, budget);
-	kwatch_hold_lock(&w->kwatches, false);
-	return res;
+	*x = d;
+	if (d->l)
+		return 0;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	ret = kwatch_attach(w, t->lw, AT_FDCWD, proc, t->kmask, flags, t->lw->path, &l);
+	if (ret < 0)
+		return ret;
+	o = other_link(l);
+	other = o ? o->tnode : NULL;
+	if (other && other->state != TD_LIMBO && (tdir_within(d, other) || !still_there(w, other))) {
+		kwatch_undo(w, l);
+		if (tdir_within(d, other))
+			return -ELOOP; /* a bind mount of a directory above it */
+		d->conflict = true; /* a move the events will say */
+		return 1;
+	}
+	if (other && other->state == TD_LIMBO) {
+		struct tdir *parent = d->parent;
+		char name[NAME_MAX + 1];
+		size_t len = d->namelen;
+
+		/* Back from limbo: other takes d's place (d, pending, has no
+		 * watch nor children and goes), its subtree stays behind. */
+		kwatch_undo(w, l);
+		memcpy(name, d->name, len);
+		tdir_forget(w, d, false);
+		if (tdir_move(other, parent, name, len) < 0)
+			return -ENOMEM;
+		while (other->child)
+			tdir_to_limbo(other->child);
+		other->synth = true;
+		other->ino_known = false;
+		other->unproven = false;
+		*x = other;
+		return 0;
+	}
+	kwatch_activate(&w->kwatches, l);
+	l->tnode = d;
+	d->l = l;
+	return 0;
 }
 
-static bool entry_under(const struct wdir *d, const struct strref *dir)
+/* Is fd the mount root of another filesystem (or of a bind mount)? */
+static bool mount_root(struct fsnw *w, int fd, struct tdir *d)
 {
-	return d->path && path_under(d->path, dir);
-}
+	struct statx stx;
 
-bool walk_has_under(const struct walk *wk, const struct strref *dir)
-{
-	if (entry_under(&wk->redo, dir))
-		return true;
-	for (size_t i = 0; i < wk->n; i++)
-		if (entry_under(&wk->stack[i], dir))
-			return true;
-	return false;
-}
-
-static bool rebase_entry(struct wdir *d, const struct strref *from, const struct strref *to)
-{
-	struct strref *np;
-
-	if (!entry_under(d, from))
-		return true;
-	np = strref_rebase(d->path, from->len, to);
-	if (!np)
+	w->st.sys_walk++;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_INO, &stx) < 0)
 		return false;
-	strref_put(d->path);
-	d->path = np;
+	if (!(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+	    !(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+		return false;
+	d->dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
 	return true;
 }
 
-bool walk_rebase(struct walk *wk, const struct strref *from, const struct strref *to)
+/*
+ * Is the listing of the directory the tree means? "." must be the inode a
+ * listing of its parent found, and ".." the parent the tree has (checked
+ * again with a stat where a filesystem's listing says otherwise); a mount
+ * root is taken as it is (the mount table follows mounts).
+ */
+static bool identity_holds(struct fsnw *w, struct tdir *d, int fd, const struct tlisting *lst)
 {
-	bool ok = rebase_entry(&wk->redo, from, to);
+	bool self = !d->ino_known || lst->self == d->ino;
+	bool parent = !d->parent || lst->parent == d->parent->ino;
+	struct stat st;
 
-	for (size_t i = 0; i < wk->n; i++)
-		ok &= rebase_entry(&wk->stack[i], from, to);
-	return ok;
+	if (self && parent)
+		return true;
+	if (mount_root(w, fd, d))
+		return true;
+	if (!parent) {
+		w->st.sys_walk++;
+		parent = fstatat(fd, "..", &st, 0) == 0 && st.st_ino == d->parent->ino;
+	}
+	if (!self) {
+		w->st.sys_walk++;
+		self = fstat(fd, &st) == 0 && st.st_ino == d->ino;
+	}
+	return self && parent;
 }
 
-void walk_cancel_under(struct walk *wk, const struct strref *dir)
+static uint64_t retry_delay(unsigned tries)
 {
-	size_t k = 0;
+	uint64_t d;
 
-	if (entry_under(&wk->redo, dir)) {
-		strref_put(wk->redo.path);
-		wk->redo.path = NULL;
+	if (tries <= 1)
+		return 0;
+	if (tries - 2 >= 8)
+		return RETRY_MAX_NS;
+	d = RETRY_FIRST_NS << (tries - 2);
+	return d < RETRY_MAX_NS ? d : RETRY_MAX_NS;
+}
+
+/*
+ * d's read found nothing, or another directory, or lacked a resource: it
+ * waits for the events that explain it (read again after a drain that read
+ * some), or for the resource, and in any case is read again when due, with
+ * a back-off. One whose timed tries keep failing is given up, with
+ * FSNW_OVERFLOW: the tree cannot follow it.
+ */
+static void wait_again(struct fsnw *w, struct tdir *d, bool transient)
+{
+	if (transient && !d->starved) {
+		handle_overflow(w, OVERFLOW_UNWATCHED);
+		d->starved = true;
 	}
-	for (size_t i = 0; i < wk->n; i++) {
-		if (entry_under(&wk->stack[i], dir))
-			strref_put(wk->stack[i].path);
-		else
-			wk->stack[k++] = wk->stack[i];
+	if (!transient && d->tries >= WAIT_TRIES_MAX) {
+		handle_overflow(w, OVERFLOW_UNWATCHED);
+		tdir_set_state(d, TD_FAILED);
+		return;
 	}
-	wk->n = k;
+	d->seen = transient ? UINT64_MAX : w->st.events_read;
+	/* The first try again is at the next drain, then after 10 ms, doubling. */
+	d->due_ns = stats_now_ns() + retry_delay(d->tries + 1);
+	tdir_set_state(d, TD_WAITING);
+}
+
+/* A read that failed: the add fails, or the directory waits, or is given up. */
+static void read_failed(struct fsnw *w, struct tree *t, struct tdir *d, int err)
+{
+	if (t->adding && (d == t->root || !vanished(err))) {
+		if (!t->add_err)
+			t->add_err = err;
+		tdir_set_state(d, TD_FAILED);
+		return;
+	}
+	if (vanished(err) || err == 1) {
+		/*
+		 * inotify says nothing when a directory above the root is
+		 * renamed: a read that finds nothing may be the first sign
+		 * that the root's path leads nowhere, and the tree ends.
+		 */
+		if (vanished(err) && !d->tries && !tree_root_still_there(w, t)) {
+			tree_end(t->ts, t);
+			return;
+		}
+		wait_again(w, d, false);
+		return;
+	}
+	if (walk_transient(err)) {
+		wait_again(w, d, true);
+		return;
+	}
+	/*
+	 * A directory we may not read (EACCES, a path too long, a bind mount
+	 * of a directory above it): events below it go unseen, which
+	 * FSNW_OVERFLOW says. It is not tried again.
+	 */
+	handle_overflow(w, OVERFLOW_UNWATCHED);
+	tdir_set_state(d, TD_FAILED);
+}
+
+/* Open d by its path: a descriptor, or -errno. */
+static int open_dir(struct fsnw *w, struct tree *t, struct tdir *d)
+{
+	bool nofollow = d != t->root || (t->lw->flags & FSNW_WATCH_DONT_FOLLOW);
+	struct strref *real = tdir_real_path(d);
+	int fd;
+
+	if (!real)
+		return -ENOMEM;
+	fd = openat(AT_FDCWD, real->s, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+				       (nofollow ? O_NOFOLLOW : 0));
+	w->st.sys_walk++;
+	strref_put(real);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Another filesystem, not followed under FSNW_WATCH_ONE_FS? */
+static bool other_fs(struct fsnw *w, struct tree *t, struct tdir *d, int fd)
+{
+	struct stat st;
+
+	if (d == t->root || !(t->lw->flags & FSNW_WATCH_ONE_FS))
+		return false;
+	w->st.sys_walk++;
+	return fstat(fd, &st) == 0 && st.st_dev != t->root_dev;
+}
+
+/* Read d: watch it, list it, check that it is d. 0, 1 (wait), -errno. */
+static int read_dir(struct fsnw *w, struct tree *t, struct tdir *d, int fd, struct tdir **out)
+{
+	struct tlisting *lst;
+	int ret = watch_fd(w, t, d, fd, out);
+
+	if (ret)
+		return ret;
+	d = *out;
+	lst = mem_zalloc(sizeof(*lst));
+	if (!lst)
+		return -ENOMEM;
+	htab_init(&lst->touched);
+	d->walk_gen = t->ts->window_gen;
+	if (d == t->root)
+		root_opened(w, t, d, fd);
+	ret = list_fd(w, fd, lst, d->synth);
+	if (ret == 0 && !identity_holds(w, d, fd, lst))
+		ret = 1;
+	if (ret) {
+		mem_free(lst->e);
+		mem_free(lst->names);
+		mem_free(lst);
+		if (d->state != TD_LIVE && d->state != TD_RELIST && d->l) {
+			/* What the path led to is not d: its watch is not d's. */
+			d->l->tnode = NULL;
+			kwatch_undo(w, d->l);
+			d->l = NULL;
+		}
+		return ret;
+	}
+	walk_listing_free(d);
+	d->unproven = !d->ino_known && d != t->root;
+	d->ino = lst->self;
+	d->ino_known = lst->self != 0;
+	d->lst = lst;
+	return 0;
+}
+
+static void visit(struct fsnw *w, struct tree *t, struct tdir *d)
+{
+	struct tdir *x = d;
+	int fd = open_dir(w, t, d), ret;
+
+	if (fd < 0) {
+		read_failed(w, t, d, fd);
+		return;
+	}
+	if (d->parent)
+		d->dev = d->parent->dev;
+	/* Its echoes (OPEN, CLOSE_NOWRITE on its parent) are ours, even if
+	 * its watch fails. */
+	d->walk_gen = t->ts->window_gen;
+	if (other_fs(w, t, d, fd)) {
+		close(fd);
+		w->st.sys_walk++;
+		tdir_set_state(d, TD_FAILED); /* not followed: nothing is lost */
+		return;
+	}
+	ret = read_dir(w, t, d, fd, &x);
+	close(fd);
+	w->st.sys_walk++;
+	if (ret) {
+		read_failed(w, t, x, ret);
+		return;
+	}
+	/* After a want of resources, what happened meanwhile is lost: say so
+	 * again now that the tree follows it. */
+	if (x->starved)
+		handle_overflow(w, OVERFLOW_UNWATCHED);
+	x->starved = false;
+	x->tries = 0;
+	x->conflict = false;
+	tdir_set_state(x, TD_PROVISIONAL);
+}
+
+void walk_step(struct fsnw *w, struct tree *t, unsigned *budget)
+{
+	while (*budget && !list_empty(&t->visits) && !t->ending) {
+		struct tdir *d = list_first(&t->visits, struct tdir, qnode);
+
+		(*budget)--;
+		visit(w, t, d);
+		if (t->add_err)
+			return;
+	}
+}
+
+/* ---- making a listing stand ---- */
+
+/* A subdirectory the listing found, under a name no event touched. */
+static void listed_dir(struct fsnw *w, struct tree *t, struct tdir *d, const struct tent *e,
+		       const char *name)
+{
+	struct tdir *c = tdir_child(t, d, name, e->len);
+
+	if (c && c->ino_known && c->ino == e->ino) {
+		c->listed = true; /* known, and the same */
+		return;
+	}
+	if (c)
+		tdir_to_limbo(c); /* another directory than the tree had there */
+	c = tdir_new(t, d, name, e->len);
+	if (!c) {
+		tree_need_relist(w, d);
+		return;
+	}
+	c->ino = e->ino;
+	c->ino_known = true;
+	c->dev = d->dev;
+	c->synth = d->synth;
+	c->listed = true;
+	tdir_set_state(c, TD_PENDING);
+}
+
+/* The tree has subdirectories of d the listing lacks, under names no event
+ * touched: they went without an event this tree read. */
+static void unlisted_dirs(struct tdir *d, const struct tlisting *lst)
+{
+	struct tdir *c = d->child, *next;
+
+	for (; c; c = next) {
+		next = c->next;
+		if (!c->listed && !touched(lst, c->name, c->namelen))
+			tdir_to_limbo(c);
+		c->listed = false;
+	}
+}
+
+void walk_commit(struct fsnw *w, struct tdir *d)
+{
+	struct tree *t = d->t;
+	struct tlisting *lst = d->lst;
+	bool synth = d->synth && (t->lw->mask & FSNW_CREATE);
+
+	if (lst->lost) {
+		/* A touched name could not be recorded: read it all again. */
+		walk_listing_free(d);
+		tdir_set_state(d, TD_RELIST);
+		return;
+	}
+	for (size_t i = 0; i < lst->n; i++) {
+		const struct tent *e = &lst->e[i];
+		const char *name = lst->names + e->off;
+
+		if (touched(lst, name, e->len))
+			continue;
+		if (synth) {
+			tree_report(w, t, d, FSNW_CREATE | FSNW_SYNTHETIC | (e->dir ? FSNW_ISDIR : 0),
+				    0, name, e->len);
+			w->st.events_synthetic++;
+		}
+		if (e->dir)
+			listed_dir(w, t, d, e, name);
+	}
+	unlisted_dirs(d, lst);
+	walk_listing_free(d);
+	d->unproven = false;
+	d->synth = false;
+	tdir_set_state(d, TD_LIVE);
 }

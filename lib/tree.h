@@ -1,17 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tree watches: one wid over a directory and every directory below it.
- * Directories are read by walks (tree-walk.c): each directory is marked,
- * then opened by its path and listed, one file descriptor at a time, from
- * an explicit stack, a bounded number per step. New directories are
- * watched as they appear; what was created in them before their watch
- * landed is reported as synthetic FSNW_CREATE.
+ * Tree watches: one wid over a directory and everything below it. There
+ * are two kinds, behind one interface that route.c and engine.c call:
  *
- * tree.c owns struct trees (the walks to run and to retry, the walk window,
- * the mount table) and each tree's path index. It calls the kernel-watch
- * table and the queue; the engine calls it after each complete drain, and
- * route.c with each event of a tree. What must happen above it (a tree that
- * lost its root ends) comes back as a result.
+ *   walked   (tree.c, tree-model.c, tree-walk.c) every directory has a
+ *            kernel watch of its own (inotify; fanotify where a filesystem
+ *            mark cannot serve), found by reading the directories
+ *   fan      (fantree.c) one fanotify filesystem mark for the whole
+ *            tree, directories placed by the file handles events carry
+ *
+ * Both keep what libfsnwatch(7) calls the tree event contract: a consumer
+ * that applies the events in order, mechanically, ends with the tree as it
+ * is once changes stop, or was told FSNW_OVERFLOW. The operations:
+ *
+ *   tree_add           a new tree (its first step; the add settles the rest)
+ *   tree_event         a kernel event for a walked tree's directory (route)
+ *   fantree_event      a kernel event a fanotify tree may hear (route)
+ *   trees_settle       after a complete drain, before links go live (route)
+ *   trees_after_drain  after a complete drain: the walks' steps (engine)
+ *   trees_mount_fd / trees_check_mounts   the mount table (engine)
+ *   trees_pop_ended    a tree that lost its root, for the router to end
  */
 #ifndef FSNW_TREE_H
 #define FSNW_TREE_H
@@ -30,21 +38,21 @@ struct link;
 struct kevent;
 
 struct trees {
-	struct list all;    /* struct tree.node: every tree watch */
-	struct list walks;  /* struct walk.node: to run, oldest first */
-	struct list retry;  /* walks stopped for want of resources: run again when due */
-	bool rescan;        /* some tree directory must be read again for new subdirectories */
+	struct list all;      /* struct tree.node: every tree watch */
 	/*
 	 * The walk window: a step of the walks opens it, and the complete
-	 * drain that follows closes it. While it is open, the echoes of the
-	 * walks' own directory reads are dropped (tree_walk_echo). gen names
-	 * the window.
+	 * drain that follows closes it (trees_after_drain). What a step read
+	 * answers for the moment it was read; only once the drain has read
+	 * every event older than that does the step's directories' listings
+	 * stand (tree-walk.c). The echoes of the step's own reads of
+	 * directories are dropped meanwhile. gen names the window.
 	 */
+	struct list stepped;  /* struct tdir.qnode: read in the open window */
 	bool window_open;
 	uint32_t window_gen;
-	unsigned nmoves;    /* unwatched directories moved from, in this drain */
-	unsigned nending;   /* trees that lost their root */
-	uint64_t freed_seen; /* kernel watches gone when the retries last ran */
+	unsigned nending;     /* trees that lost their root */
+	unsigned nwork;       /* walked trees with directories to read or moves to pair */
+	uint64_t freed_seen;  /* kernel watches gone when the retries last ran */
 	unsigned char *dents; /* the walks' getdents64 buffer */
 	struct mounts mounts; /* followed while a tree exists */
 	/* Trees on fanotify that need no walk: fantree.c's. */
@@ -53,15 +61,15 @@ struct trees {
 
 /* cache_max: directories the fanotify trees' cache holds (0: the default). */
 void trees_init(struct trees *ts, size_t cache_max);
-/* Free the walks, the mount table and the fanotify trees' cache (the trees
- * go with their watches). */
+/* Free the walk buffer, the mount table and the fanotify trees' cache (the
+ * trees go with their watches). */
 void trees_fini(struct trees *ts);
 
 /*
  * Start a tree add: on fanotify, where it can, the tree is set up without a
- * walk (fantree.h); otherwise the root and the first step of the walk. On
- * failure everything is undone. The rest of the walk runs after the drains
- * that follow (the caller settles), and tree_add_result says how it ended.
+ * walk (fantree.h); otherwise the root is read. On failure everything is
+ * undone. The rest of the walk runs after the drains that follow (the
+ * caller settles), and tree_add_result says how it ended.
  */
 FSNW_COLD int tree_add(struct fsnw *w, struct watch *lw);
 /* After the settle: 0, or why the add's walk failed (then undo the add). */
@@ -73,29 +81,36 @@ FSNW_COLD void tree_remove(struct fsnw *w, struct watch *lw, bool park);
 /* Free the tree without syscalls (the handle closes; links go with the table). */
 void tree_free(struct watch *lw);
 
-/* An echo of the library's own read of a directory during a walk: drop it. */
-bool tree_walk_echo(const struct trees *ts, const struct link *l, const struct kevent *ev);
 /*
- * A kernel event reached a tree link: note new directories, apply renames
- * and departures. It may detach l (and only links of l's tree). Returns
- * true when the tree lost its root and must end (FSNW_IGNORED).
+ * A kernel event reached l, the link of a walked tree's directory: report
+ * it (or drop it: the echo of a walk's read, an event of a directory that
+ * left the tree) and apply what it says about directories. No link is
+ * detached here. Returns true when the tree lost its root and must end
+ * (FSNW_IGNORED).
  */
-bool tree_note_event(struct fsnw *w, struct link *l, const struct kevent *ev);
+bool tree_event(struct fsnw *w, struct link *l, const struct kevent *ev);
 /* The kernel dropped the directory of l. Returns true when the whole tree is gone. */
 FSNW_COLD bool tree_link_dropped(struct fsnw *w, struct link *l);
 
-/* Work waits that needs a complete drain first: a walk window, walks to
- * run, directories to read again, moves to pair. */
-bool trees_busy(const struct trees *ts);
+/* Work waits that needs a complete drain first: a walk window, directories
+ * to read, a move to pair, a tree to end, a fanotify batch. */
+static inline bool trees_busy(const struct trees *ts)
+{
+	return ts->window_open || ts->nwork || ts->nending || fantrees_busy(&ts->fan);
+}
+/* After a complete drain, before pending links go live: the fanotify
+ * trees place their batch. */
+void trees_settle(struct fsnw *w);
 /*
- * After a complete drain: close the walk window, and run a step of the
- * walks (opening a new window); with retry, walks that failed for want of
- * resources run again when due. Returns true when it walked, so another
- * complete drain is due.
+ * After a complete drain: close the walk window (the listings of its step
+ * stand, or are read again), and run a step of the walks (opening a new
+ * window); with retry, directories that failed for want of resources are
+ * read again when due. Returns true when another complete drain is due.
  */
 bool trees_after_drain(struct fsnw *w, bool retry);
-/* A tree that lost its root (the caller ends it: watches_dropped), or NULL. */
-struct watch *trees_pop_ended(struct trees *ts);
+/* A tree that lost its root (the caller ends it: watches_dropped), or NULL;
+ * *failed: it was still being added (its add fails instead). */
+struct watch *trees_pop_ended(struct trees *ts, bool *failed);
 /* When the next retry is due (CLOCK_MONOTONIC ns), or 0: none waits. */
 uint64_t trees_retry_due(const struct trees *ts);
 
@@ -107,7 +122,11 @@ static inline int trees_mount_fd(const struct trees *ts)
 /* Follow mounts and unmounts inside trees since the last call (fsnw_read). */
 void trees_check_mounts(struct fsnw *w);
 
-/* Kernel mask a tree needs besides the caller's, to follow its directories. */
+/*
+ * Kernel mask a walked tree needs besides the caller's, to follow its
+ * directories: a directory deleted says so itself (DELETE_SELF, then the
+ * kernel drops its watch), so DELETE is read only when the caller asks.
+ */
 #define TREE_KMASK (FSNW_CREATE | FSNW_MOVED_FROM | FSNW_MOVED_TO | FSNW_DELETE_SELF | \
 		    FSNW_MOVE_SELF)
 

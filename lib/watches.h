@@ -29,11 +29,12 @@
 struct fsnw;
 struct kwatch;
 struct tree;
+struct tdir;
 
 /*
  * The join of a logical watch and a kernel watch. kwatch.c makes and frees
  * links and keeps watch, kw, knode, wnode, pnode, active and origin; the
- * fields marked "tree" are tree.c's.
+ * field marked "tree" is the tree modules'.
  */
 struct link {
 	struct watch *watch;
@@ -45,10 +46,7 @@ struct link {
 	bool active;         /* hears events: not pending */
 	uint8_t origin;      /* enum link_origin: how the attach found its kernel watch */
 	bool embedded;       /* the watch's own link (plain watches): not freed alone */
-	bool rescan;         /* tree: a new subdirectory may have gone unrecorded */
-	uint32_t walk_gen;   /* tree: the walk window that last read this directory */
-	uint32_t move_cookie; /* tree: a MOVED_FROM of this directory awaits its pair */
-	struct hnode tnode;  /* tree: in the tree's path index */
+	struct tdir *tnode;  /* tree: the directory it watches (tree-int.h), tree.c's */
 };
 
 enum link_origin {

@@ -111,9 +111,10 @@ json_num() {
 	grep -o "\"$2\":[0-9]*" "$1" | tail -n 1 | cut -d: -f2
 }
 
-# The real tree under DIR, as fsnw-tree dumps its view.
+# The real tree under DIR, as fsnw-tree dumps its view: a directory (d) or
+# not (f), as FSNW_ISDIR tells them apart.
 real_tree() {
-	(cd "$1" && find . -mindepth 1 -printf '%y\t%P\n' | LC_ALL=C sort)
+	(cd "$1" && find . -mindepth 1 -printf '%y\t%P\n' | sed 's/^[^d]\t/f\t/' | LC_ALL=C sort)
 }
 
 # view_check WHAT: make the fsnw-tree started as FT, watching $W and writing

@@ -1,0 +1,670 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A walked tree's directories (struct tdir) and what events say of them:
+ * tree-int.h has the model and its states. The events of a tree are
+ * reported from here, in kernel order, with one exception: a MOVED_FROM is
+ * held until the tree's next event, so that a rename within the tree
+ * reaches the caller as two adjacent events with the move applied between
+ * them, and a MOVED_FROM whose other end is not next means the entry left.
+ *
+ * Nothing here detaches a link: an event is routed while its kernel watch's
+ * links are being walked (route.c). A directory that leaves the tree goes
+ * to limbo, still watched, and is freed by its drop notice, or by the sweep
+ * after the tree's walks are done (tree.c).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "mem.h"
+#include "stats.h"
+#include "tree-int.h"
+
+#define READ_BITS (FSNW_OPEN | FSNW_ACCESS | FSNW_CLOSE_NOWRITE)
+
+/* ---- the index ---- */
+
+static uint64_t child_hash(const struct tdir *parent, const char *name, size_t len)
+{
+	return hash_bytes(name, len, (uint64_t)(uintptr_t)parent);
+}
+
+struct tdir *tdir_child(const struct tree *t, const struct tdir *d, const char *name,
+			size_t len)
+{
+	struct hnode *n;
+
+	htab_for_each_hash(n, &t->children, child_hash(d, name, len)) {
+		struct tdir *c = container_of(n, struct tdir, cnode);
+
+		if (c->parent == d && c->namelen == len && !memcmp(c->name, name, len))
+			return c;
+	}
+	return NULL;
+}
+
+/* Link d in below parent, which has no child of its name (room reserved). */
+static void link_in(struct tdir *d, struct tdir *parent)
+{
+	struct tree *t = d->t;
+
+	assert(!tdir_child(t, parent, d->name, d->namelen));
+	d->parent = parent;
+	d->prev = NULL;
+	d->next = parent->child;
+	if (parent->child)
+		parent->child->prev = d;
+	parent->child = d;
+	htab_insert(&t->children, &d->cnode, child_hash(parent, d->name, d->namelen));
+}
+
+/* Take d out of its parent's children (the root and limbo tops have none). */
+static void link_out(struct tdir *d)
+{
+	if (!d->parent)
+		return;
+	htab_remove(&d->t->children, &d->cnode);
+	if (d->prev)
+		d->prev->next = d->next;
+	else
+		d->parent->child = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	d->parent = d->next = d->prev = NULL;
+}
+
+/* Give d its new name; false: ENOMEM. */
+static bool rename_to(struct tdir *d, const char *name, size_t len)
+{
+	char *p = d->iname;
+
+	if (len >= d->namecap) {
+		p = mem_alloc(len + 1);
+		if (!p)
+			return false;
+	}
+	if (d->name != d->iname)
+		mem_free(d->name);
+	memcpy(p, name, len);
+	p[len] = '\0';
+	d->name = p;
+	d->namelen = (uint16_t)len;
+	return true;
+}
+
+struct tdir *tdir_new(struct tree *t, struct tdir *parent, const char *name, size_t len)
+{
+	struct tdir *d;
+
+	if (len > NAME_MAX || (parent && htab_reserve(&t->children, 1) < 0))
+		return NULL;
+	d = mem_zalloc(sizeof(*d) + len + 1);
+	if (!d)
+		return NULL;
+	d->t = t;
+	list_init(&d->qnode);
+	d->name = d->iname;
+	d->namecap = (uint16_t)(len + 1);
+	d->namelen = (uint16_t)len;
+	memcpy(d->iname, name, len);
+	d->state = TD_PENDING;
+	t->ndirs++;
+	if (parent)
+		link_in(d, parent);
+	return d;
+}
+
+bool tdir_within(const struct tdir *a, const struct tdir *d)
+{
+	for (; a; a = a->parent)
+		if (a == d)
+			return true;
+	return false;
+}
+
+/* ---- paths ---- */
+
+struct strref *tdir_path(struct tdir *d)
+{
+	struct tree *t = d->t;
+	struct tdir *stack[32];
+	struct strref *p;
+	size_t n = 0;
+
+	if (d->path && d->pgen == t->pgen)
+		return d->path;
+	if (!d->parent) { /* the root (a limbo top reports nothing) */
+		strref_put(d->path);
+		d->path = strref_get(t->lw->path);
+		d->pgen = t->pgen;
+		return d->path;
+	}
+	/* Up to the nearest directory whose path is current, then down. */
+	while (d->parent && !(d->path && d->pgen == t->pgen) && n < sizeof(stack) / sizeof(*stack)) {
+		stack[n++] = d;
+		d = d->parent;
+	}
+	p = tdir_path(d); /* deeper than the stack: the rest first */
+	while (p && n) {
+		struct tdir *c = stack[--n];
+
+		strref_put(c->path);
+		c->path = strref_join(p, c->name, c->namelen);
+		c->pgen = t->pgen;
+		p = c->path;
+	}
+	return p;
+}
+
+struct strref *tdir_real_path(struct tdir *d)
+{
+	struct tree *t = d->t;
+	struct strref *p = tdir_path(d);
+
+	if (!p)
+		return NULL;
+	if (!t->abs_root)
+		return strref_get(p);
+	return strref_rebase(p, t->lw->path->len, t->abs_root);
+}
+
+/* ---- states ---- */
+
+void tree_count_work(struct trees *ts, struct tree *t)
+{
+	bool work = !t->ending && !t->add_err &&
+		    (!list_empty(&t->visits) || !list_empty(&t->limbo) || t->from);
+
+	if (work != t->counted) {
+		t->counted = work;
+		if (work)
+			ts->nwork++;
+		else
+			ts->nwork--;
+	}
+}
+
+void tdir_set_state(struct tdir *d, enum tdir_state s)
+{
+	struct tree *t = d->t;
+
+	list_del(&d->qnode);
+	list_init(&d->qnode);
+	d->state = (uint8_t)s;
+	switch (s) {
+	case TD_PENDING:
+	case TD_RELIST:
+		list_add_tail(&d->qnode, &t->visits);
+		break;
+	case TD_WAITING:
+		list_add_tail(&d->qnode, &t->waiting);
+		break;
+	case TD_PROVISIONAL:
+		list_add_tail(&d->qnode, &t->ts->stepped);
+		break;
+	case TD_LIMBO:
+		if (!d->parent)
+			list_add_tail(&d->qnode, &t->limbo);
+		break;
+	default:
+		break;
+	}
+	tree_count_work(t->ts, t);
+}
+
+/* The next directory of d's subtree after n, in preorder (NULL: done). */
+static struct tdir *subtree_next(const struct tdir *d, const struct tdir *n)
+{
+	if (n->child)
+		return n->child;
+	while (n != d && !n->next)
+		n = n->parent;
+	return n == d ? NULL : n->next;
+}
+
+/* What is below d goes to limbo with it: read nothing, report nothing. */
+static void subtree_to_limbo(struct tdir *d)
+{
+	for (struct tdir *n = d->child; n; n = subtree_next(d, n)) {
+		walk_listing_free(n);
+		tdir_set_state(n, TD_LIMBO);
+	}
+}
+
+void tdir_to_limbo(struct tdir *d)
+{
+	assert(d != d->t->root);
+	link_out(d);
+	walk_listing_free(d);
+	if (!d->l && !d->child && !d->amb_name) {
+		tdir_forget(NULL, d, false); /* nothing to keep: no watch, no syscall */
+		return;
+	}
+	subtree_to_limbo(d);
+	tdir_set_state(d, TD_LIMBO);
+	d->t->pgen++;
+}
+
+int tdir_move(struct tdir *d, struct tdir *parent, const char *name, size_t len)
+{
+	struct tree *t = d->t;
+	struct tdir *old = tdir_child(t, parent, name, len);
+
+	if (old == d)
+		return 0;
+	if (htab_reserve(&t->children, 1) < 0)
+		return -ENOMEM;
+	if (old)
+		tdir_to_limbo(old); /* replaced (an empty directory renamed over) */
+	link_out(d);
+	if (!rename_to(d, name, len)) {
+		tdir_to_limbo(d);
+		return -ENOMEM;
+	}
+	link_in(d, parent);
+	t->pgen++;
+	return 0;
+}
+
+void tdir_relist_subtree(struct tdir *d)
+{
+	for (struct tdir *n = d; n; n = subtree_next(d, n)) {
+		n->synth = true;
+		if (n->state == TD_LIVE)
+			tdir_set_state(n, TD_RELIST);
+	}
+}
+
+/* Free one directory without children: its watch goes (w NULL: no watch). */
+static void free_dir(struct fsnw *w, struct tdir *d, bool park)
+{
+	struct tree *t = d->t;
+
+	assert(!d->child);
+	if (t->from && t->from->dir == d)
+		t->from->dir = NULL; /* reported at the root's path */
+	link_out(d);
+	list_del(&d->qnode);
+	list_init(&d->qnode);
+	walk_listing_free(d);
+	if (d->l) {
+		d->l->tnode = NULL;
+		kwatch_detach(w, d->l, park);
+	}
+	if (t->root == d)
+		t->root = NULL;
+	strref_put(d->path);
+	strref_put(d->amb_name);
+	if (d->name != d->iname)
+		mem_free(d->name);
+	t->ndirs--;
+	mem_free(d);
+}
+
+void tdir_forget(struct fsnw *w, struct tdir *d, bool park)
+{
+	struct tree *t = d->t;
+
+	/* Postorder: each directory once its children are gone. */
+	for (;;) {
+		struct tdir *n = d;
+
+		while (n->child)
+			n = n->child;
+		if (n == d)
+			break;
+		free_dir(w, n, park);
+	}
+	free_dir(w, d, park);
+	tree_count_work(t->ts, t);
+}
+
+/* Take every watch of d's subtree off its directory; fn(w, l) disposes of it. */
+static void unwatch_subtree(struct fsnw *w, struct tdir *d, void (*fn)(struct fsnw *, struct link *))
+{
+	for (struct tdir *n = d; n; n = subtree_next(d, n)) {
+		if (!n->l)
+			continue;
+		if (fn) { /* without fn the links are gone already (the handle closes) */
+			n->l->tnode = NULL;
+			fn(w, n->l);
+		}
+		n->l = NULL;
+	}
+}
+
+void tdir_undo(struct fsnw *w, struct tdir *d)
+{
+	unwatch_subtree(w, d, kwatch_undo);
+	tdir_forget(w, d, false);
+}
+
+void tdir_drop(struct tdir *d)
+{
+	unwatch_subtree(NULL, d, NULL);
+	tdir_forget(NULL, d, false);
+}
+
+/* ---- reporting ---- */
+
+/* Push one event of t at path (NULL: ENOMEM, said as an overflow). */
+static void report_at(struct fsnw *w, struct tree *t, struct strref *path, uint32_t mask,
+		      uint32_t cookie, const char *name, size_t len)
+{
+	struct watch *lw = t->lw;
+
+	mask &= lw->mask | FSNW_ISDIR | FSNW_UNMOUNT | FSNW_SYNTHETIC;
+	if (!(mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT)))
+		return;
+	if (!path) {
+		handle_overflow(w, OVERFLOW_UNWATCHED);
+		return;
+	}
+	queue_push(w->q, &lw->qo, path, mask, cookie, name, len, 0);
+}
+
+void tree_report(struct fsnw *w, struct tree *t, struct tdir *d, uint32_t mask,
+		 uint32_t cookie, const char *name, size_t len)
+{
+	report_at(w, t, d ? tdir_path(d) : t->lw->path, mask, cookie, name, len);
+}
+
+/* ---- what events say ---- */
+
+/*
+ * Identity. A directory known only from a create or a move in (unproven)
+ * is watched as whatever its path led to when it was read; events older
+ * than the read may say that the name left before (and something else
+ * arrived there, which the read met), or after (the read met the
+ * directory itself). When such a name leaves, a stat tells which: the
+ * watch goes with the directory when the inode it watches is at the new
+ * place, and otherwise stays at the old place, in limbo, for what arrives
+ * there (arrival), checked by a stat again.
+ */
+static bool unproven(const struct tdir *d)
+{
+	return d->state == TD_PROVISIONAL && d->unproven && d->l;
+}
+
+/* Is the inode d's path leads to now ino? */
+static bool ino_at(struct fsnw *w, struct tdir *d, ino_t ino)
+{
+	struct strref *real = tdir_real_path(d);
+	struct stat st;
+	bool ret;
+
+	if (!real)
+		return false;
+	w->st.sys_walk++;
+	ret = fstatat(AT_FDCWD, real->s, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == ino;
+	strref_put(real);
+	return ret;
+}
+
+static void clear_ambiguous(struct tdir *d)
+{
+	strref_put(d->amb_name);
+	d->amb_name = NULL;
+	d->amb_parent = NULL;
+}
+
+/* d's watch may belong to what arrives at (parent, name): remember the place. */
+static void note_ambiguous(struct tdir *d, struct tdir *parent, const char *name, size_t len)
+{
+	clear_ambiguous(d);
+	d->amb_name = strref_new(name, len);
+	d->amb_parent = d->amb_name ? parent : NULL;
+}
+
+/* What waits in limbo for an arrival at (parent, name). */
+static struct tdir *ambiguous_at(struct tree *t, const struct tdir *parent, const char *name,
+				 size_t len)
+{
+	for (struct list *pos = t->limbo.next; pos != &t->limbo; pos = pos->next) {
+		struct tdir *x = list_entry(pos, struct tdir, qnode);
+
+		if (x->amb_parent == parent && x->amb_name->len == len &&
+		    !memcmp(x->amb_name->s, name, len))
+			return x;
+	}
+	return NULL;
+}
+
+/* n takes x's watch and what its read found; x is read again, or goes. */
+static void take_watch(struct tdir *n, struct tdir *x)
+{
+	n->l = x->l;
+	n->l->tnode = n;
+	x->l = NULL;
+	n->lst = x->lst;
+	x->lst = NULL;
+	n->ino = x->ino;
+	n->dev = x->dev;
+	n->ino_known = true;
+	n->walk_gen = x->walk_gen;
+	clear_ambiguous(x);
+	x->ino_known = false;
+	x->unproven = false;
+	tdir_set_state(n, n->lst ? TD_PROVISIONAL : TD_RELIST);
+	if (x->parent)
+		tdir_set_state(x, TD_PENDING);
+	else if (!x->child)
+		tdir_forget(NULL, x, false);
+}
+
+/*
+ * c moved within the tree from (from, name) while unproven, and the inode
+ * its watch has is not at its new place: the watch stays at the old
+ * place, held in limbo with what the read found, and c is read anew.
+ */
+static void split_watch(struct tdir *c, struct tdir *from, const char *name, size_t len)
+{
+	struct tdir *y = tdir_new(c->t, NULL, name, len);
+
+	if (!y) { /* ENOMEM: c keeps the watch; a later read of c checks it */
+		c->unproven = false;
+		return;
+	}
+	take_watch(y, c);
+	y->synth = true;
+	note_ambiguous(y, from, name, len);
+	tdir_set_state(y, TD_LIMBO);
+}
+
+/* A directory appeared at (d, name), created or moved in: read what it holds. */
+static void arrival(struct fsnw *w, struct tree *t, struct tdir *d, const char *name,
+		    size_t len)
+{
+	struct tdir *old = tdir_child(t, d, name, len), *n, *x;
+
+	if (old)
+		tdir_to_limbo(old);
+	n = tdir_new(t, d, name, len);
+	if (!n) {
+		tree_need_relist(w, d);
+		return;
+	}
+	n->synth = true;
+	x = ambiguous_at(t, d, name, len);
+	if (x && ino_at(w, n, x->ino))
+		take_watch(n, x);
+	else
+		tdir_set_state(n, TD_PENDING);
+}
+
+/* The entry name of d, a directory, is gone (deleted or moved out). */
+static void departure(struct tree *t, struct tdir *d, const char *name, size_t len)
+{
+	struct tdir *c = tdir_child(t, d, name, len);
+
+	if (!c)
+		return;
+	if (unproven(c))
+		note_ambiguous(c, d, name, len);
+	tdir_to_limbo(c);
+}
+
+void tree_flush_from(struct fsnw *w, struct tree *t)
+{
+	struct held_from *f = t->from;
+
+	if (!f)
+		return;
+	t->from = NULL;
+	tree_report(w, t, f->dir, f->mask, f->cookie, f->name, f->namelen);
+	if ((f->mask & FSNW_ISDIR) && f->dir)
+		departure(t, f->dir, f->name, f->namelen);
+	mem_free(f);
+	tree_count_work(t->ts, t);
+}
+
+static void hold_from(struct fsnw *w, struct tree *t, struct tdir *d, const struct kevent *ev)
+{
+	struct held_from *f = mem_alloc(sizeof(*f));
+
+	if (!f || ev->namelen >= sizeof(f->name)) {
+		mem_free(f);
+		/* Out of memory: it goes alone, as a move out would. */
+		tree_report(w, t, d, ev->mask, ev->cookie, ev->name, ev->namelen);
+		if (ev->mask & FSNW_ISDIR)
+			departure(t, d, ev->name, ev->namelen);
+		return;
+	}
+	f->dir = d;
+	f->mask = ev->mask;
+	f->cookie = ev->cookie;
+	f->namelen = (uint16_t)ev->namelen;
+	memcpy(f->name, ev->name, ev->namelen);
+	t->from = f;
+	tree_count_work(t->ts, t);
+}
+
+/* A MOVED_TO at d: the end of a move within the tree, or a move in. */
+static void moved_to(struct fsnw *w, struct tree *t, struct tdir *d, const struct kevent *ev)
+{
+	struct held_from *f = t->from;
+	struct tdir *c = NULL;
+
+	if (f) {
+		t->from = NULL;
+		tree_report(w, t, f->dir, f->mask, f->cookie, f->name, f->namelen);
+		if ((f->mask & FSNW_ISDIR) && f->dir)
+			c = tdir_child(t, f->dir, f->name, f->namelen);
+	}
+	tree_report(w, t, d, ev->mask, ev->cookie, ev->name, ev->namelen);
+	if (ev->mask & FSNW_ISDIR) {
+		if (c) {
+			struct tdir *from = c->parent;
+			bool check = unproven(c);
+
+			if (tdir_move(c, d, ev->name, ev->namelen) < 0)
+				tree_need_relist(w, d);
+			else if (check && !ino_at(w, c, c->ino))
+				split_watch(c, from, f->name, f->namelen);
+			else
+				c->unproven = false; /* its watch is of what moved */
+		} else {
+			arrival(w, t, d, ev->name, ev->namelen);
+		}
+	}
+	mem_free(f);
+	tree_count_work(t->ts, t);
+}
+
+/*
+ * An echo of a walk's own read of a directory (OPEN, ACCESS, CLOSE_NOWRITE
+ * with ISDIR, on it or, by name, on its parent) while the window that read
+ * it is open: the library's, not the caller's. A read by someone else in
+ * the same instant is concurrent with the walk and may go too.
+ */
+static bool is_echo(const struct trees *ts, struct tree *t, struct tdir *d,
+		    const struct kevent *ev)
+{
+	const struct tdir *c;
+
+	if (!ts->window_open || !(ev->mask & FSNW_ISDIR) || (ev->mask & ~(READ_BITS | FSNW_ISDIR)))
+		return false;
+	c = ev->name ? tdir_child(t, d, ev->name, ev->namelen) : d;
+	return c && c->walk_gen == ts->window_gen;
+}
+
+/* An event about d itself (no name). Returns true when the tree lost its root. */
+static bool self_event(struct fsnw *w, struct tree *t, struct tdir *d, const struct kevent *ev)
+{
+	tree_report(w, t, d, ev->mask, ev->cookie, NULL, 0);
+	if (!(ev->mask & (FSNW_MOVE_SELF | FSNW_DELETE_SELF)))
+		return false;
+	if (d->amb_name)
+		clear_ambiguous(d); /* its watch is its own: it moved (or went) itself */
+	/*
+	 * The root renamed: inotify tells no new name, and nothing here holds
+	 * the root open to ask (an open root would keep its filesystem from
+	 * being unmounted). The tree cannot follow its directories and ends,
+	 * explicitly (FSNW_IGNORED after the MOVE_SELF).
+	 */
+	return d == t->root && (ev->mask & FSNW_MOVE_SELF);
+}
+
+bool tree_event(struct fsnw *w, struct link *l, const struct kevent *ev)
+{
+	struct tdir *d = l->tnode;
+	struct tree *t;
+
+	if (!d)
+		return false;
+	t = d->t;
+	/*
+	 * First what came before: a MOVED_FROM whose other end is not this
+	 * event left the tree (and may have taken d along: then d's own
+	 * MOVE_SELF, which comes next, is still reported, where d was).
+	 */
+	if (t->from && !((ev->mask & FSNW_MOVED_TO) && ev->name && ev->cookie == t->from->cookie)) {
+		bool self = !ev->name && (ev->mask & FSNW_MOVE_SELF) && d->state != TD_LIMBO;
+		struct strref *was = self ? strref_get(tdir_path(d)) : NULL;
+
+		tree_flush_from(w, t);
+		if (self && d->state == TD_LIMBO) {
+			if (d->amb_name)
+				clear_ambiguous(d); /* the watch left with it */
+			report_at(w, t, was, ev->mask, ev->cookie, NULL, 0);
+			strref_put(was);
+			return false;
+		}
+		strref_put(was);
+	}
+	if (d->state == TD_LIMBO) {
+		/* Left the tree: nothing of it is reported, but a watch whose
+		 * identity waited for proof has it now. */
+		if (!ev->name && (ev->mask & (FSNW_MOVE_SELF | FSNW_DELETE_SELF)) && d->amb_name)
+			clear_ambiguous(d);
+		w->st.dropped_stale++;
+		return false;
+	}
+	if (is_echo(t->ts, t, d, ev)) {
+		w->st.dropped_walk++;
+		return false;
+	}
+	if (!ev->name)
+		return self_event(w, t, d, ev);
+	if (d->lst)
+		walk_touch(d, ev->name, ev->namelen);
+	if (ev->mask & FSNW_MOVED_FROM) {
+		hold_from(w, t, d, ev);
+		return false;
+	}
+	if (ev->mask & FSNW_MOVED_TO) {
+		moved_to(w, t, d, ev);
+		return false;
+	}
+	tree_report(w, t, d, ev->mask, ev->cookie, ev->name, ev->namelen);
+	if (!(ev->mask & FSNW_ISDIR))
+		return false;
+	if (ev->mask & FSNW_CREATE)
+		arrival(w, t, d, ev->name, ev->namelen);
+	else if (ev->mask & FSNW_DELETE)
+		departure(t, d, ev->name, ev->namelen);
+	return false;
+}
