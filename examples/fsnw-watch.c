@@ -270,6 +270,11 @@ static int take_event(struct watch_state *s, const struct fsnw_event *ev)
 			"too low\n");
 		return 0;
 	}
+	/* The counts are of what the kernel reported, as inotifywatch's are:
+	 * not the creates the library makes to report what a directory new to
+	 * a tree held. */
+	if (ev->mask & FSNW_SYNTHETIC)
+		return 0;
 	tool_names_get(&s->paths, s->fanotify, ev, &n);
 	if (tool_filtered(&s->filter, &s->paths, ev, &n))
 		return 0;
