@@ -32,6 +32,13 @@ struct kkey {
 
 /* struct kevent.flags */
 #define KEVENT_OPTIONAL 0x1u /* the key may name nothing we watch: that is no stale event */
+/* fanotify: the kernel merged events into the record this came from (it
+ * had more than one entry bit): their order is lost. */
+#define KEVENT_MERGED 0x2u
+/* fanotify: a delete merged into the create or move-in of the same object
+ * (one inode: the create came first). It happened after some of the events
+ * that follow its record, at a place the record no longer tells. */
+#define KEVENT_LATE 0x4u
 
 /* A decoded kernel event. */
 struct kevent {

@@ -11,6 +11,8 @@
 #define CHAIN_MAX 4096
 
 
+static void log_placed(struct fcache *c, struct fnode *n);
+
 static uint64_t key_hash(const unsigned char *key, size_t len)
 {
 	return hash_bytes(key, len, 0x6663);
@@ -50,6 +52,9 @@ void fcache_fini(struct fcache *c)
 	htab_for_each(&c->by_key, free_one, NULL);
 	htab_fini(&c->by_key);
 	htab_fini(&c->by_child);
+	mem_free(c->placed);
+	c->placed = NULL;
+	c->nplaced = c->capplaced = 0;
 	list_for_each_safe(pos, tmp, &c->views) {
 		struct fview *v = list_entry(pos, struct fview, node);
 
@@ -109,7 +114,7 @@ static void list_update(struct fcache *c, struct fnode *n)
 
 	if (n->state == FN_DEAD)
 		want = FN_LIST_TOMBS;
-	else if (!n->view_root && !n->anchors && !n->nchildren)
+	else if (!n->view_root && !n->anchors && !n->nchildren && !n->job)
 		want = FN_LIST_LRU;
 	if (want == n->lru_in)
 		return;
@@ -202,8 +207,8 @@ static int link_at(struct fcache *c, struct fnode *n, struct fnode *parent, cons
 	other = child_of(c, parent, name, len);
 	if (other && other != n)
 		detach(c, other);
-	if (n->state != FN_DETACHED || n->nchildren || n->anchors)
-		c->gen++;
+	/* Every memo that may say where n was (or was not) is stale. */
+	c->gen++;
 	leave_parent(c, n);
 	n->state = FN_DETACHED;
 	nm = len ? mem_alloc(len) : NULL;
@@ -224,7 +229,40 @@ static int link_at(struct fcache *c, struct fnode *n, struct fnode *parent, cons
 	htab_insert(&c->by_child, &n->cnode, child_hash(parent, name, len));
 	list_update(c, parent);
 	list_update(c, n);
+	if (c->logging)
+		log_placed(c, n);
 	return 0;
+}
+
+/* Out of memory for the log: no place is trusted (the caller forgets them all). */
+static void log_placed(struct fcache *c, struct fnode *n)
+{
+	if (c->nplaced == c->capplaced) {
+		size_t cap = c->capplaced ? 2 * c->capplaced : 64;
+		struct fnode **v = mem_realloc(c->placed, cap * sizeof(*v));
+
+		if (!v) {
+			c->nomem = true;
+			return;
+		}
+		c->placed = v;
+		c->capplaced = cap;
+	}
+	c->placed[c->nplaced++] = n;
+}
+
+void fcache_log(struct fcache *c, bool on)
+{
+	c->logging = on;
+	if (!on)
+		c->nplaced = 0;
+}
+
+void fcache_unplace_logged(struct fcache *c)
+{
+	for (size_t i = 0; i < c->nplaced; i++)
+		detach(c, c->placed[i]);
+	c->nplaced = 0;
 }
 
 /* Deleted: out of the trie, its last place kept for events that come late. */

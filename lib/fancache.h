@@ -45,15 +45,16 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "fankey.h"
 #include "htab.h"
 #include "list.h"
 #include "strref.h"
 
 #define FCACHE_DEFAULT 16384 /* nodes, when the caller says 0 */
 #define FCACHE_TOMBS 1024    /* dead nodes kept for events that come late */
-#define FSID_BYTES 8
 
 struct fnode;
+struct fanjob;
 
 /* Where a tree starts, in the node of its directory (fantree.c fills it). */
 struct fanchor {
@@ -90,6 +91,7 @@ struct fnode {
 	struct fview *view;
 	struct list lru;         /* cache.lru (an unpinned leaf) or cache.tombs (dead) */
 	struct fanchor *anchors; /* trees that start here */
+	struct fanjob *job;      /* a listing of it waits (fantree-list.c): pinned */
 	/* The memo, valid while gen equals the cache's. */
 	struct fnode *near;      /* the nearest anchored node at or above */
 	struct strref *path;     /* what events here report for near's first anchor */
@@ -134,6 +136,12 @@ struct fcache {
 	 * be unknown for no reason but that (the caller clears it). */
 	bool nomem;
 	uint64_t evictions;
+	/* While logging, the nodes resolutions placed (fcache_place), to take
+	 * their places back if what they learnt turns out to be ahead of the
+	 * batch being placed (fantree.c). */
+	bool logging;
+	struct fnode **placed;
+	size_t nplaced, capplaced;
 };
 
 void fcache_init(struct fcache *c, size_t max);
@@ -162,7 +170,7 @@ static inline void fcache_invalidate(struct fcache *c)
 	c->gen++;
 }
 
-/* Pin n (an anchor was added) or unpin it (its last anchor went). */
+/* Pin n (an anchor or a listing was added) or unpin it (its last one went). */
 void fcache_pinned(struct fcache *c, struct fnode *n);
 
 /*
@@ -204,6 +212,12 @@ typedef int (*fcache_keyat_fn)(void *arg, struct fview *v, const char *rel, size
 int fcache_place(struct fcache *c, struct fview *v, const char *rel, size_t len,
 		 const unsigned char *key, size_t keylen, fcache_keyat_fn keyat, void *arg,
 		 struct fnode **out);
+/* Log the nodes fcache_place places from now on, adding to the log (on),
+ * or stop and forget the log; fcache_unplace_logged makes every logged
+ * node's place unknown and empties the log. */
+void fcache_log(struct fcache *c, bool on);
+void fcache_unplace_logged(struct fcache *c);
+
 /* The directory key resolved to a path its view's mount does not show. */
 int fcache_outview(struct fcache *c, struct fview *v, const unsigned char *key, size_t keylen,
 		   struct fnode **out);

@@ -132,12 +132,12 @@ static bool parse_record(const unsigned char *p, const unsigned char *end, struc
 
 /* An event on f; named: with f's entry name, and the entry's own key as target. */
 static size_t emit(const struct fid *f, uint32_t mask, uint32_t cookie, bool named,
-		   const struct fid *target, kevent_fn fn, void *arg)
+		   const struct fid *target, uint32_t flags, kevent_fn fn, void *arg)
 {
 	struct kevent ev = {
 		.mask = mask,
 		.cookie = cookie,
-		.flags = KEVENT_OPTIONAL,
+		.flags = KEVENT_OPTIONAL | flags,
 		.key = f->key,
 		.keylen = f->keylen,
 	};
@@ -154,11 +154,20 @@ static size_t emit(const struct fid *f, uint32_t mask, uint32_t cookie, bool nam
 	return 1;
 }
 
+/* The delete of a record that also created or moved in the same object. */
+static uint32_t late_bit(uint32_t bit, uint32_t ent)
+{
+	return bit == FSNW_DELETE && (ent & (FAN_CREATE | FAN_MOVED_TO)) ? KEVENT_LATE : 0;
+}
+
 static size_t emit_record(const struct record *r, uint32_t *cookie, kevent_fn fn, void *arg)
 {
 	uint32_t isdir = (r->mask & FAN_ONDIR) ? FSNW_ISDIR : 0;
 	const struct fid *dir = r->dir.name ? &r->dir : NULL;
 	const struct fid *obj = r->obj.key ? &r->obj : NULL;
+	uint32_t ent = r->mask & (FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM | FAN_MOVED_TO | FAN_RENAME);
+	/* More than one entry bit: the kernel merged events (fanotify_merge). */
+	uint32_t merged = ent & (ent - 1) ? KEVENT_MERGED : 0;
 	size_t n = 0;
 
 	/* An event on a directory itself names it with ".", or (without
@@ -176,9 +185,10 @@ static size_t emit_record(const struct record *r, uint32_t *cookie, kevent_fn fn
 			++*cookie;
 		c = *cookie;
 		if (r->olddir.key)
-			n += emit(&r->olddir, FSNW_MOVED_FROM | isdir, c, true, obj, fn, arg);
+			n += emit(&r->olddir, FSNW_MOVED_FROM | isdir, c, true, obj, merged, fn,
+				  arg);
 		if (r->newdir.key)
-			n += emit(&r->newdir, FSNW_MOVED_TO | isdir, c, true, obj, fn, arg);
+			n += emit(&r->newdir, FSNW_MOVED_TO | isdir, c, true, obj, merged, fn, arg);
 	}
 	for (size_t i = 0; i < FAN_NBITS; i++) {
 		uint32_t bit = fan_bits[i].fsnw;
@@ -188,13 +198,14 @@ static size_t emit_record(const struct record *r, uint32_t *cookie, kevent_fn fn
 		/* Like inotify: the parent's event (with the name) first, then
 		 * the object's own; self events only to the object. */
 		if (dir && !(bit & FSNW_SELF_BITS))
-			n += emit(dir, bit | isdir, 0, true, obj, fn, arg);
+			n += emit(dir, bit | isdir, 0, true, obj, merged | late_bit(bit, ent), fn,
+				  arg);
 		if (obj && !(bit & FSNW_DIRENT_BITS))
-			n += emit(obj, bit | isdir, 0, false, NULL, fn, arg);
+			n += emit(obj, bit | isdir, 0, false, NULL, 0, fn, arg);
 		/* The kernel has dropped the mark of a deleted object and says
 		 * nothing more: this is inotify's IN_IGNORED. */
 		if (obj && bit == FSNW_DELETE_SELF)
-			n += emit(obj, FSNW_IGNORED, 0, false, NULL, fn, arg);
+			n += emit(obj, FSNW_IGNORED, 0, false, NULL, 0, fn, arg);
 	}
 	return n;
 }

@@ -97,11 +97,6 @@ struct fan {
 	atomic_bool no_unique_mnt; /* the kernel predates AT_HANDLE_MNT_ID_UNIQUE: statfs per call */
 };
 
-struct fh_buf {
-	struct file_handle fh;
-	unsigned char bytes[MAX_HANDLE_SZ];
-};
-
 static bool has_cap(struct fsnw *w, int cap)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };

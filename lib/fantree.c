@@ -3,50 +3,28 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fankey.h"
 #include "fanotify.h"
 #include "fantree.h"
 #include "handle.h"
 #include "mem.h"
 #include "mountinfo.h"
+#include "testhook.h"
 
 /* A batch longer than this is placed at once, complete drain or not: the
  * reader must not hold an unbounded copy of a storm. */
 #define BATCH_MAX 65536
 /* Complete drains a batch waits for a delete that may still be unread. */
 #define DEFERRALS_MAX 2
+/* ... and more for the events that came while its directories were resolved. */
+#define REDOS_MAX 6
 #define NOT_ARMED UINT64_MAX
-
-/* Key bytes: fsid, then struct file_handle (handle_bytes, handle_type, f_handle). */
-#define FH_FIXED 8 /* handle_bytes + handle_type */
-
-struct fh_buf {
-	struct file_handle fh;
-	unsigned char bytes[MAX_HANDLE_SZ];
-};
-
-/* An event as the trees see it: pointers into a kevent, or into a batch entry. */
-struct fev {
-	uint64_t seq;
-	uint32_t mask;
-	uint32_t cookie;
-	const unsigned char *key;
-	const unsigned char *target;
-	const char *name;
-	uint16_t keylen;
-	uint16_t targetlen;
-	uint16_t namelen;
-	uint8_t flags; /* E_* */
-};
-
-#define E_PLAIN 0x1u      /* a watch of its own heard it */
-#define E_PAIRED 0x2u     /* a MOVED_FROM whose MOVED_TO follows */
-#define E_STALE 0x4u      /* its directory no longer resolves */
-#define E_UNRESOLVED 0x8u /* its directory could not be resolved (resources) */
 
 struct fentry {
 	struct list node;
@@ -102,6 +80,9 @@ static void batch_free(struct fantrees *ft)
 		mem_free(list_entry(pos, struct fentry, node));
 	}
 	ft->nbatch = 0;
+	ft->nmoves = 0;
+	ft->validating = false;
+	fcache_log(&ft->cache, false);
 	mem_free(ft->from);
 	ft->from = NULL;
 	ft->deferrals = 0;
@@ -112,39 +93,29 @@ void fantrees_init(struct fantrees *ft, size_t cache_max)
 	memset(ft, 0, sizeof(*ft));
 	list_init(&ft->all);
 	list_init(&ft->batch);
+	list_init(&ft->late);
 	list_init(&ft->ended);
+	list_init(&ft->jobs);
+	list_init(&ft->listed);
+	htab_init(&ft->journal);
 	fcache_init(&ft->cache, cache_max);
 }
 
 void fantrees_fini(struct fantrees *ft)
 {
+	struct list *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &ft->late) {
+		list_del(pos);
+		mem_free(list_entry(pos, struct fentry, node));
+	}
 	batch_free(ft);
+	fanlist_fini(ft);
+	fanmerge_fini(ft);
 	fcache_fini(&ft->cache);
 }
 
 /* ---- resolving ---- */
-
-static bool key_to_handle(const unsigned char *key, size_t keylen, struct fh_buf *h)
-{
-	uint32_t hbytes;
-
-	if (keylen < FSID_BYTES + FH_FIXED || keylen - FSID_BYTES > sizeof(*h))
-		return false;
-	memcpy(&hbytes, key + FSID_BYTES, sizeof(hbytes));
-	if (hbytes != keylen - FSID_BYTES - FH_FIXED)
-		return false;
-	memcpy(h, key + FSID_BYTES, keylen - FSID_BYTES);
-	return true;
-}
-
-static void handle_to_key(const unsigned char *fsid, const struct fh_buf *h, struct kkey *key)
-{
-	memset(key, 0, offsetof(struct kkey, bytes));
-	key->wd = -1;
-	memcpy(key->bytes, fsid, FSID_BYTES);
-	memcpy(key->bytes + FSID_BYTES, &h->fh, FH_FIXED + h->fh.handle_bytes);
-	key->len = (uint32_t)(FSID_BYTES + FH_FIXED + h->fh.handle_bytes);
-}
 
 /* The handle of rel below the view's mount root, on that mount only. */
 static int key_at(void *arg, struct fview *v, const char *rel, size_t len, struct kkey *key)
@@ -242,6 +213,14 @@ static int resolve(struct fsnw *w, struct fview *v, const unsigned char *key, si
 	return ret == -ENOENT || ret == -ENOTDIR ? -EAGAIN : ret;
 }
 
+int fantree_resolve(struct fsnw *w, const unsigned char *key, size_t keylen,
+		    struct fnode **out)
+{
+	struct fview *v = fcache_view(&w->trees.fan.cache, key, keylen);
+
+	return v ? resolve(w, v, key, keylen, out) : -ENOENT;
+}
+
 /* The view of the filesystem key is on, made on first need. */
 static int view_of(struct fsnw *w, const struct kkey *k, struct fview **out)
 {
@@ -300,6 +279,72 @@ static void unplaced(struct fsnw *w, const struct fev *e)
 }
 
 /*
+ * Does t's consumer not know of n yet? n is below a directory moved into t
+ * whose listing has not stood yet, by a name no event told. What happens
+ * there is not reported: the listings that tell of those directories come
+ * later, and answer for their own time (fantree-list.c).
+ */
+static bool hidden(const struct fantrees *ft, const struct fantree *t, const struct fnode *n)
+{
+	if (list_empty(&ft->jobs) && list_empty(&ft->listed))
+		return false;
+	for (const struct fnode *at = n->parent; at && n->state == FN_LINKED; at = at->parent) {
+		if (at->job && fanlist_tree(at->job) == t &&
+		    !fanlist_told(at->job, n->name, n->namelen))
+			return true;
+		if (n->anchors || at->state != FN_LINKED)
+			break;
+		n = at;
+	}
+	return false;
+}
+
+/*
+ * A directory's MOVED_TO reached t: if t did not hear its MOVED_FROM (the
+ * tree's event just before), it came from outside t, and what it holds is
+ * listed for t once the move is applied (moved_in_flush).
+ */
+static void note_move(struct fantrees *ft, struct fantree *t, const struct fev *e,
+		      struct fnode *n, const char *name, size_t len)
+{
+	if (!name)
+		return;
+	if (is_from(e)) {
+		/* A name t's consumer was never told of (in a directory moved
+		 * in, not listed yet) moves nothing for it: its MOVED_TO is a
+		 * move in. */
+		if (!n->job || fanlist_tree(n->job) != t || fanlist_told(n->job, name, len))
+			t->from_seq = e->seq;
+		return;
+	}
+	if (!is_to(e) || !(e->mask & FSNW_ISDIR) || !e->target || !(t->lw->mask & FSNW_CREATE))
+		return;
+	if (e->seq && t->from_seq == e->seq - 1 && (e->flags & E_MOVE_END))
+		return;
+	if (ft->nmovein < FANTREE_MOVEIN_MAX)
+		ft->movein[ft->nmovein++] = t;
+	else
+		ft->movein_lost = true;
+}
+
+/* The moves in noted by the last delivery, now that the move is applied. */
+static void moved_in_flush(struct fsnw *w, const struct fev *e)
+{
+	struct fantrees *ft = &w->trees.fan;
+	struct fnode *n;
+
+	if (!ft->nmovein && !ft->movein_lost)
+		return;
+	n = e->target ? fcache_find(&ft->cache, e->target, e->targetlen) : NULL;
+	for (unsigned i = 0; n && i < ft->nmovein; i++)
+		fanlist_moved_in(w, ft->movein[i], n);
+	if (!n || ft->movein_lost)
+		handle_overflow(w, OVERFLOW_UNRESOLVED); /* what it holds goes unreported */
+	ft->nmovein = 0;
+	ft->movein_lost = false;
+}
+
+/*
  * Deliver an event that happened in directory n (with name) or to n
  * itself (name NULL) to every armed tree n is in, with the path each
  * reports; the innermost anchor of a tree wins. Returns enum fnode_where.
@@ -325,7 +370,10 @@ static int deliver_at(struct fsnw *w, struct fnode *n, const struct fev *e, uint
 			if (t->mark == d)
 				continue;
 			t->mark = d;
-			if (e->seq < t->armed_seq || !(m & FSNW_ALL_EVENTS))
+			if (e->seq < t->armed_seq || hidden(ft, t, n))
+				continue;
+			note_move(ft, t, e, n, name, namelen);
+			if (!(m & FSNW_ALL_EVENTS))
 				continue;
 			if (x == n && a == at->anchors)
 				path = strref_get(n->path);
@@ -348,6 +396,37 @@ static int deliver_at(struct fsnw *w, struct fnode *n, const struct fev *e, uint
 	return where;
 }
 
+void fantree_synthetic(struct fsnw *w, struct fnode *dir, uint32_t mask, uint32_t cookie,
+		       const char *name, size_t len)
+{
+	struct fantrees *ft = &w->trees.fan;
+	struct fev e = {
+		.seq = ft->seq++,
+		.mask = mask | FSNW_SYNTHETIC,
+		.cookie = cookie,
+		.key = dir->key,
+		.keylen = dir->keylen,
+		.name = name,
+		.namelen = (uint16_t)len,
+		.flags = (mask & FSNW_MOVED_TO) ? E_MOVE_END : 0,
+	};
+
+	(void)deliver_at(w, dir, &e, e.mask, name, len);
+	w->st.events_synthetic++;
+}
+
+void fantree_synthetic_move(struct fsnw *w, struct fnode *was, const char *name, size_t len,
+			    struct fnode *n)
+{
+	struct fantrees *ft = &w->trees.fan;
+	/* Cookies of the library's own moves have the top bit: the kernel's
+	 * (inotify's) and the decoder's never reach it in a handle's life. */
+	uint32_t cookie = 0x80000000u | (++ft->cookie & 0x7fffffffu);
+
+	fantree_synthetic(w, was, FSNW_MOVED_FROM | FSNW_ISDIR, cookie, name, len);
+	fantree_synthetic(w, n->parent, FSNW_MOVED_TO | FSNW_ISDIR, cookie, n->name, n->namelen);
+}
+
 /* The tree's directory went: the router ends the tree after this drain. */
 static void root_gone(struct fantrees *ft, struct fnode *n)
 {
@@ -359,6 +438,45 @@ static void root_gone(struct fantrees *ft, struct fnode *n)
 		t->ended = true;
 		list_add_tail(&t->ended_node, &ft->ended);
 	}
+}
+
+/*
+ * A directory leaves (dir, name) by e while the cache has it elsewhere:
+ * the cache was wrong about it (a resolution placed it ahead of the
+ * stream, or a rename went unseen), and events at it may have been
+ * reported under the wrong path. Said as FSNW_OVERFLOW; the cache takes
+ * the place the event says, so that the event applies.
+ */
+static void misplaced(struct fsnw *w, const struct fev *e, struct fnode *dir)
+{
+	struct fcache *c = &w->trees.fan.cache;
+	struct fnode *x = fcache_find(c, e->target, e->targetlen);
+
+	if (!x || x->state != FN_LINKED || !x->parent ||
+	    (x->parent == dir && x->namelen == e->namelen &&
+	     !memcmp(x->name, e->name, e->namelen)))
+		return;
+	if (fcache_where(c, x) == FN_IN || fcache_where(c, dir) == FN_IN)
+		handle_overflow(w, OVERFLOW_UNRESOLVED);
+	fcache_move(c, dir->view, x->parent, x->name, x->namelen, dir, e->name, e->namelen,
+		    e->target, e->targetlen);
+}
+
+/*
+ * An echo of the library's own read of a directory it lists
+ * (fantree-list.c): OPEN, ACCESS or CLOSE_NOWRITE of it, while the window
+ * that read it is open.
+ */
+static bool listing_echo(struct fsnw *w, const struct fev *e, struct fnode *n)
+{
+	const uint32_t reads = FSNW_OPEN | FSNW_ACCESS | FSNW_CLOSE_NOWRITE;
+	struct fnode *c = n;
+
+	if (!(e->mask & FSNW_ISDIR) || (e->mask & ~(reads | FSNW_ISDIR)) || !w->trees.window_open)
+		return false;
+	if (e->name)
+		c = e->target ? fcache_find(&w->trees.fan.cache, e->target, e->targetlen) : NULL;
+	return c && fanlist_echo(&w->trees, c);
 }
 
 /* n: the node of e's key, or NULL if the cache has none. */
@@ -374,8 +492,20 @@ static void deliver(struct fsnw *w, const struct fev *e, struct fnode *n)
 		return;
 	}
 	fcache_touch(c, n);
+	if (listing_echo(w, e, n)) {
+		w->st.dropped_walk++;
+		return;
+	}
+	if (e->name && e->target && (e->mask & FSNW_ISDIR) &&
+	    (e->mask & (FSNW_MOVED_FROM | FSNW_DELETE)))
+		misplaced(w, e, n);
 	if (e->name) {
 		where = deliver_at(w, n, e, e->mask, e->name, e->namelen);
+		/* After: whether the name was told before this event matters. */
+		if (n->job)
+			fanlist_touch(n, e->name, e->namelen);
+		if (where == FN_IN)
+			fanmerge_note(w, e);
 	} else {
 		uint32_t named = e->mask & ~(uint32_t)FSNW_SELF_BITS;
 
@@ -549,15 +679,27 @@ static void tried_free(struct hnode *hn, void *arg)
 	mem_free(container_of(hn, struct tried, node));
 }
 
-/* Pass 2: resolve every directory the batch needs and the cache lacks. */
-static void resolve_batch(struct fsnw *w)
+/* Are events waiting in the kernel queue (one poll)? */
+static bool queue_ready(struct fsnw *w)
+{
+	struct pollfd p = { .fd = w->kfd, .events = POLLIN };
+
+	w->st.sys_poll++;
+	return poll(&p, 1, 0) > 0;
+}
+
+/* Pass 2: resolve every directory the batch needs and the cache lacks.
+ * Returns whether it resolved any. */
+static bool resolve_batch(struct fsnw *w)
 {
 	struct fantrees *ft = &w->trees.fan;
 	struct fcache *c = &ft->cache;
 	struct htab seen;
 	struct list *pos;
+	bool resolved;
 
 	htab_init(&seen);
+	TEST_POINT(TP_RESOLVE, NULL);
 	for (pos = ft->batch.next; pos != &ft->batch; pos = pos->next) {
 		struct fev *e = entry_ev(pos);
 		struct fview *v = fcache_view(c, e->key, e->keylen);
@@ -588,8 +730,10 @@ static void resolve_batch(struct fsnw *w)
 		else if (err < 0)
 			e->flags |= E_UNRESOLVED;
 	}
+	resolved = seen.count > 0;
 	htab_for_each(&seen, tried_free, NULL);
 	htab_fini(&seen);
+	return resolved;
 }
 
 /* After pass 3: an event whose gone directory may yet be explained by a
@@ -620,6 +764,7 @@ static void place_batch(struct fsnw *w, bool may_defer)
 	struct fantrees *ft = &w->trees.fan;
 	struct fcache *c = &ft->cache;
 	struct list *pos;
+	bool resolved, ahead;
 
 	if (ft->from) { /* a MOVED_FROM whose MOVED_TO never came */
 		list_add_tail(&ft->from->node, &ft->batch);
@@ -633,12 +778,38 @@ static void place_batch(struct fsnw *w, bool may_defer)
 
 		apply(w, e, pair_of(ft, pos), false, false);
 	}
-	resolve_batch(w);
+	/* A directory moved or went since the last resolutions: where they
+	 * put directories may be of a later filesystem than the batch's end
+	 * was then. Resolve them again. */
+	if (ft->validating && ft->nmoves != ft->moves_at_check)
+		fcache_unplace_logged(c);
+	fcache_log(c, true);
+	resolved = resolve_batch(w) || ft->validating;
 	for (pos = ft->batch.prev; pos != &ft->batch; pos = pos->prev) {
 		struct fev *e = entry_ev(pos);
 
 		apply(w, e, pair_of(ft, pos), true, false);
 	}
+	/*
+	 * A resolution answers for now. If events came meanwhile, now is past
+	 * the batch's end, and the resolutions may know of a rename the batch
+	 * does not have yet: read on, and place the batch with those events
+	 * in it (the places are resolved again if one of them moved or
+	 * deleted a directory). Events that keep coming make the library place
+	 * it anyway; a directory it placed ahead of the stream is then met by
+	 * its own rename or delete where the cache does not have it, and that
+	 * says FSNW_OVERFLOW (misplaced).
+	 */
+	ahead = resolved && queue_ready(w);
+	if (ahead && may_defer && ft->deferrals < DEFERRALS_MAX + REDOS_MAX) {
+		ft->validating = true;
+		ft->moves_at_check = ft->nmoves;
+		ft->deferrals++;
+		ft->drain_again = true;
+		return;
+	}
+	ft->validating = false;
+	fcache_log(c, false);
 	if (may_defer && ft->deferrals < DEFERRALS_MAX && waits_for_delete(w)) {
 		/* The cache is back at the batch's start: wait for one more
 		 * complete drain and place it all then. */
@@ -651,14 +822,77 @@ static void place_batch(struct fsnw *w, bool may_defer)
 
 		deliver(w, e, fcache_find(c, e->key, e->keylen));
 		apply(w, e, pair_of(ft, pos), false, true);
+		moved_in_flush(w, e);
 	}
 	batch_free(ft);
 	c->nomem = false;
 	fcache_trim(c);
 }
 
+/*
+ * Late deletes. A delete the kernel merged into the create (or move-in) of
+ * the same object happened after that, but its record stands where the
+ * create did: "mkdir d; mkdir d/e; rm -r d" read late is one record for d,
+ * CREATE|DELETE, and then e's create in d. Delivered at the record, the
+ * delete would come before events in d that happened while d was there.
+ * So it is held, and taken before the first event that needs it done (a
+ * new entry at its name, or the object's own events without a name), or
+ * once the kernel queue has been read empty: the latest it can have been.
+ */
+static void take(struct fsnw *w, const struct fev *from, const struct fev *e);
+
+static bool late_before(const struct fev *late, const struct fev *e)
+{
+	if (!e->name)
+		return late->target && e->keylen == late->targetlen &&
+		       !memcmp(e->key, late->target, e->keylen);
+	return e->keylen == late->keylen && e->namelen == late->namelen &&
+	       !memcmp(e->key, late->key, e->keylen) && !memcmp(e->name, late->name, e->namelen);
+}
+
+static void late_take(struct fsnw *w, struct fentry *x)
+{
+	list_del(&x->node);
+	x->ev.flags &= (uint8_t)~E_LATE;
+	take(w, NULL, &x->ev);
+	mem_free(x);
+}
+
+/* Before e: the held deletes e must follow. */
+static void late_release(struct fsnw *w, const struct fev *e)
+{
+	struct list *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, &w->trees.fan.late) {
+		struct fentry *x = list_entry(pos, struct fentry, node);
+
+		if (late_before(&x->ev, e))
+			late_take(w, x);
+	}
+}
+
+/* The kernel queue was read empty: every held delete, in order, after a
+ * MOVED_FROM still waiting (it came before them). */
+static void late_flush(struct fsnw *w)
+{
+	struct fantrees *ft = &w->trees.fan;
+
+	if (list_empty(&ft->late))
+		return;
+	if (ft->from) {
+		struct fentry *lone = ft->from;
+
+		ft->from = NULL;
+		take(w, NULL, &lone->ev);
+		mem_free(lone);
+	}
+	while (!list_empty(&ft->late))
+		late_take(w, list_first(&ft->late, struct fentry, node));
+}
+
 void fantree_settle(struct fsnw *w)
 {
+	late_flush(w);
 	place_batch(w, true);
 }
 
@@ -667,8 +901,9 @@ void fantree_overflow(struct fsnw *w)
 {
 	struct fantrees *ft = &w->trees.fan;
 
-	if (list_empty(&ft->all) && !ft->nbatch && !ft->from)
+	if (list_empty(&ft->all) && !ft->nbatch && !ft->from && list_empty(&ft->late))
 		return;
+	late_flush(w);
 	place_batch(w, false);
 	fcache_forget(&ft->cache);
 }
@@ -687,6 +922,8 @@ static void hold(struct fsnw *w, const struct fev *e)
 	}
 	list_add_tail(&x->node, &ft->batch);
 	ft->nbatch++;
+	if ((e->mask & FSNW_ISDIR) && e->name && (e->mask & (FSNW_MOVE | FSNW_DELETE)))
+		ft->nmoves++;
 	if (ft->nbatch >= BATCH_MAX)
 		place_batch(w, false);
 }
@@ -720,6 +957,7 @@ static void take(struct fsnw *w, const struct fev *from, const struct fev *e)
 		deliver(w, e, n);
 		if (structural(e))
 			apply(w, e, from, false, true);
+		moved_in_flush(w, e);
 		c->nomem = false;
 		fcache_trim(c);
 		return;
@@ -751,8 +989,20 @@ bool fantree_event(struct fsnw *w, const struct kevent *ev, bool plain)
 		.targetlen = ev->targetlen <= KKEY_MAX ? (uint16_t)ev->targetlen : 0,
 		.name = ev->name,
 		.namelen = (uint16_t)ev->namelen,
-		.flags = plain ? E_PLAIN : 0,
+		.flags = (plain ? E_PLAIN : 0) | (ev->flags & KEVENT_MERGED ? E_MERGED : 0) |
+			 (ev->flags & KEVENT_LATE ? E_LATE : 0),
 	};
+	if (!list_empty(&ft->late))
+		late_release(w, &e);
+	if (e.flags & E_LATE) {
+		struct fentry *x = entry_copy(&e);
+
+		if (x) {
+			list_add_tail(&x->node, &ft->late);
+			return true;
+		}
+		e.flags &= (uint8_t)~E_LATE; /* no memory: at the record, as read */
+	}
 	if (ft->from && !(is_to(&e) && e.cookie == ft->from->ev.cookie)) {
 		/* A MOVED_FROM alone: its other end went unreported. */
 		struct fentry *lone = ft->from;
@@ -773,6 +1023,7 @@ bool fantree_event(struct fsnw *w, const struct kevent *ev, bool plain)
 
 		ft->from = NULL;
 		from->ev.flags |= E_PAIRED;
+		e.flags |= E_MOVE_END;
 		take(w, &from->ev, &e);
 		mem_free(from);
 		return true;
@@ -786,7 +1037,7 @@ struct watch *fantree_pop_ended(struct fantrees *ft, bool *pending)
 	struct fantree *t;
 
 	/* Not while its events may wait in the batch. */
-	if (list_empty(&ft->ended) || ft->nbatch || ft->from)
+	if (list_empty(&ft->ended) || ft->nbatch || ft->from || !list_empty(&ft->late))
 		return NULL;
 	t = list_first(&ft->ended, struct fantree, ended_node);
 	list_del(&t->ended_node);
@@ -801,6 +1052,9 @@ bool fantrees_after_drain(struct fsnw *w)
 	struct list *pos;
 
 	ft->drain_again = false;
+	if (!ft->nbatch && !ft->from)
+		fanmerge_verify(w);
+	again |= fanlist_after_drain(w);
 	if (ft->npending) {
 		for (pos = ft->all.next; pos != &ft->all; pos = pos->next) {
 			struct fantree *t = list_entry(pos, struct fantree, node);
@@ -1075,6 +1329,7 @@ int fantree_add(struct fsnw *w, struct watch *lw, struct fantree **out)
 	}
 	anchors_link(ft, t, true);
 	list_init(&t->ended_node);
+	t->from_seq = UINT64_MAX; /* no MOVED_FROM heard yet */
 	list_add_tail(&t->node, &ft->all);
 	if (older) {
 		t->armed_seq = NOT_ARMED;
@@ -1100,6 +1355,8 @@ static void maybe_reset(struct fantrees *ft)
 	if (!list_empty(&ft->all))
 		return;
 	batch_free(ft);
+	fanlist_fini(ft);
+	fanmerge_fini(ft);
 	fcache_fini(&ft->cache);
 	fcache_init(&ft->cache, ft->cache.max);
 }
@@ -1137,6 +1394,7 @@ void fantree_remove(struct fsnw *w, struct fantree *t, bool park)
 	size_t nleft = 0;
 
 	tree_unlink(ft, t);
+	fanlist_forget_tree(ft, t);
 	/* The marks that outlive the tree (others hold them): at most a few. */
 	for (size_t i = 0; i < t->nanchors && nleft < 4; i++) {
 		size_t mine = 0, k;

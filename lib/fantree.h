@@ -116,6 +116,31 @@ struct kwatch;
 struct fentry;
 struct mount_entry;
 
+#define FANTREE_MOVEIN_MAX 8
+
+/* An event as the trees see it: pointers into a kevent, or into a batch entry. */
+struct fev {
+	uint64_t seq;
+	uint32_t mask;
+	uint32_t cookie;
+	const unsigned char *key;
+	const unsigned char *target;
+	const char *name;
+	uint16_t keylen;
+	uint16_t targetlen;
+	uint16_t namelen;
+	uint8_t flags; /* E_* */
+};
+
+#define E_PLAIN 0x1u      /* a watch of its own heard it */
+#define E_PAIRED 0x2u     /* a MOVED_FROM whose MOVED_TO follows */
+#define E_STALE 0x4u      /* its directory no longer resolves */
+#define E_UNRESOLVED 0x8u /* its directory could not be resolved (resources) */
+#define E_MOVE_END 0x10u  /* a MOVED_TO whose MOVED_FROM came just before */
+#define E_MERGED 0x20u    /* from a record the kernel merged (KEVENT_MERGED) */
+#define E_LATE 0x40u      /* a delete held back (KEVENT_LATE) */
+
+
 /* Kernel mask a tree needs besides the caller's, to keep its cache right. */
 #define FANTREE_KMASK (FSNW_CREATE | FSNW_DELETE | FSNW_MOVED_FROM | FSNW_MOVED_TO | \
 		       FSNW_DELETE_SELF)
@@ -129,6 +154,7 @@ struct fantree {
 	struct strref *view_path; /* the directory's path in its view at the add */
 	uint64_t armed_seq;       /* events numbered below this are older than the tree */
 	uint64_t mark;            /* the last delivery that reached it */
+	uint64_t from_seq;        /* the last MOVED_FROM that reached it */
 	dev_t dev;                /* the device of its directory (FSNW_WATCH_ONE_FS) */
 	bool linked;              /* its anchors are in their nodes */
 	bool ended;               /* its directory went: ended after the drain */
@@ -141,13 +167,29 @@ struct fantrees {
 	struct list batch;        /* struct fentry.node, in kernel order */
 	size_t nbatch;
 	struct fentry *from;      /* a MOVED_FROM waiting for its MOVED_TO */
+	struct list late;         /* struct fentry.node: deletes held back (fantree_event) */
 	unsigned deferrals;       /* drains the batch waited for */
+	size_t nmoves;            /* directories the batch moves or deletes */
+	size_t moves_at_check;    /* ... when its resolutions were last made */
+	bool validating;          /* they wait for the events that came meanwhile */
 	bool drain_again;
 	uint64_t seq;             /* tree events taken */
 	uint64_t delivery;        /* deliveries made (struct fantree.mark) */
 	size_t npending;          /* trees not armed yet */
 	size_t nanchors;
 	struct list ended;        /* struct fantree.ended_node */
+	/* Directories moved into a tree, whose content is listed
+	 * (fantree-list.c): to read, and read in the open window. */
+	struct list jobs;
+	struct list listed;
+	/* The trees the event being delivered moved a directory into. */
+	struct fantree *movein[FANTREE_MOVEIN_MAX];
+	unsigned nmovein;
+	bool movein_lost;
+	/* Entries moved since the kernel queue was last read empty
+	 * (fantree-merge.c), by file handle. */
+	struct htab journal;
+	uint32_t cookie;          /* the last cookie of a synthetic move */
 };
 
 void fantrees_init(struct fantrees *ft, size_t cache_max);
@@ -189,11 +231,40 @@ void fantree_mount(struct fsnw *w, struct fantree *t, const struct mount_entry *
  * never armed (its add fails). NULL when none. */
 struct watch *fantree_pop_ended(struct fantrees *ft, bool *pending);
 
-/* Work that needs a complete drain: a batch, a tree to arm or to end. */
+/* Work that needs a complete drain: a batch, a tree to arm or to end, a
+ * directory moved in to list. */
 static inline bool fantrees_busy(const struct fantrees *ft)
 {
-	return ft->nbatch || ft->from || ft->npending || !list_empty(&ft->ended);
+	return ft->nbatch || ft->from || ft->npending || !list_empty(&ft->ended) ||
+	       !list_empty(&ft->jobs) || !list_empty(&ft->listed);
 }
+
+/* fantree-list.c: what a directory moved into a tree holds. */
+struct trees;
+void fanlist_moved_in(struct fsnw *w, struct fantree *t, struct fnode *dir);
+struct fantree *fanlist_tree(const struct fanjob *j);
+/* Did an event tell of the name in j's directory since it moved in? */
+bool fanlist_told(const struct fanjob *j, const char *name, size_t len);
+void fanlist_touch(struct fnode *dir, const char *name, size_t len);
+bool fanlist_echo(const struct trees *ts, const struct fnode *n);
+bool fanlist_after_drain(struct fsnw *w);
+void fanlist_forget_tree(struct fantrees *ft, struct fantree *t);
+void fanlist_fini(struct fantrees *ft);
+
+/* fantree-merge.c: events the kernel merged away. */
+void fanmerge_note(struct fsnw *w, const struct fev *e);
+void fanmerge_verify(struct fsnw *w);
+void fanmerge_fini(struct fantrees *ft);
+
+/* For those two: a synthetic event at dir (deliver_at's rules), a
+ * synthetic move of n from (was, name) to where the cache has it now, and
+ * a resolution of key. */
+void fantree_synthetic(struct fsnw *w, struct fnode *dir, uint32_t mask, uint32_t cookie,
+		       const char *name, size_t len);
+void fantree_synthetic_move(struct fsnw *w, struct fnode *was, const char *name, size_t len,
+			    struct fnode *n);
+int fantree_resolve(struct fsnw *w, const unsigned char *key, size_t keylen,
+		    struct fnode **out);
 /* After a complete drain: arm pending trees. True: drain once more first
  * (the batch waits for a delete that may not have been read). */
 bool fantrees_after_drain(struct fsnw *w);

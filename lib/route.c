@@ -129,8 +129,9 @@ unsigned route_event(struct fsnw *w, const struct kevent *ev, struct route_lane 
 	lane->kw = NULL;
 	if (ev->mask & FSNW_OVERFLOW) {
 		w->st.events_read++;
-		/* Trees on fanotify place what they hold first: it came before. */
-		fantree_overflow(w);
+		/* Trees place what they hold first (it came before), and learn
+		 * again what the lost events would have told them. */
+		trees_overflow(w);
 		handle_overflow(w, OVERFLOW_KERNEL);
 		return ROUTE_OVERFLOW;
 	}
@@ -144,7 +145,7 @@ unsigned route_event(struct fsnw *w, const struct kevent *ev, struct route_lane 
 	plain = kw && !kw->dropped && !kw->fsmark;
 	/* A tree on fanotify hears what its filesystem mark reports, through
 	 * no kernel watch of its own; a watch on the same object may too. */
-	if (fantree_event(w, ev, plain) && !plain) {
+	if (trees_hear(w, ev, plain) && !plain) {
 		w->st.events_read++;
 		return 0;
 	}

@@ -155,6 +155,8 @@ void tdir_drop(struct tdir *d);
 bool tdir_within(const struct tdir *a, const struct tdir *d);
 /* Mark d and its watched subtree to be read again, synthetic (a relocation). */
 void tdir_relist_subtree(struct tdir *d);
+/* Read every directory of t again, not synthetic (events were lost). */
+void tdir_relist_all(struct tree *t);
 /* Update the tree's place in trees.nwork after a change of its lists. */
 void tree_count_work(struct trees *ts, struct tree *t);
 /* Flush t's held MOVED_FROM: the entry left the tree. */

@@ -269,6 +269,13 @@ int tdir_move(struct tdir *d, struct tdir *parent, const char *name, size_t len)
 	return 0;
 }
 
+void tdir_relist_all(struct tree *t)
+{
+	for (struct tdir *n = t->root; n; n = subtree_next(t->root, n))
+		if (n->state == TD_LIVE)
+			tdir_set_state(n, TD_RELIST);
+}
+
 void tdir_relist_subtree(struct tdir *d)
 {
 	for (struct tdir *n = d; n; n = subtree_next(d, n)) {

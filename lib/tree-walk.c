@@ -36,6 +36,7 @@
 
 #include "mem.h"
 #include "stats.h"
+#include "testhook.h"
 #include "tree-int.h"
 
 #define DENTS_BUF 32768
@@ -458,9 +459,12 @@ static int open_dir(struct fsnw *w, struct tree *t, struct tdir *d)
 
 	if (!real)
 		return -ENOMEM;
+	TEST_POINT(TP_VISIT, real->s);
 	fd = openat(AT_FDCWD, real->s, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
 				       (nofollow ? O_NOFOLLOW : 0));
 	w->st.sys_walk++;
+	if (fd >= 0)
+		TEST_POINT(TP_OPENED, real->s);
 	strref_put(real);
 	return fd < 0 ? -errno : fd;
 }
@@ -538,6 +542,14 @@ static void visit(struct fsnw *w, struct tree *t, struct tdir *d)
 	ret = read_dir(w, t, d, fd, &x);
 	close(fd);
 	w->st.sys_walk++;
+#ifdef FSNW_TEST_HOOKS
+	if (!ret) {
+		struct strref *p = tdir_real_path(x);
+
+		TEST_POINT(TP_LISTED, p ? p->s : NULL);
+		strref_put(p);
+	}
+#endif
 	if (ret) {
 		read_failed(w, t, x, ret);
 		return;

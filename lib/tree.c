@@ -373,6 +373,21 @@ bool trees_after_drain(struct fsnw *w, bool retry)
 	return walked || stepped;
 }
 
+void trees_overflow(struct fsnw *w)
+{
+	struct list *pos;
+
+	fantree_overflow(w);
+	for (pos = w->trees.all.next; pos != &w->trees.all; pos = pos->next) {
+		struct tree *t = list_entry(pos, struct tree, node);
+
+		if (t->fan || !t->root)
+			continue;
+		tree_flush_from(w, t);
+		tdir_relist_all(t);
+	}
+}
+
 void trees_settle(struct fsnw *w)
 {
 	if (unlikely(fantrees_busy(&w->trees.fan)))

@@ -89,6 +89,22 @@ void tree_free(struct watch *lw);
  * (FSNW_IGNORED).
  */
 bool tree_event(struct fsnw *w, struct link *l, const struct kevent *ev);
+/*
+ * A kernel event that a tree without a walk may hear through its
+ * filesystem mark (fantree_event); plain: a watch of its own also hears
+ * it. Returns false when it is no tree event.
+ */
+static inline bool trees_hear(struct fsnw *w, const struct kevent *ev, bool plain)
+{
+	return fantree_event(w, ev, plain);
+}
+/*
+ * The kernel lost events (its queue overflowed): trees place what they
+ * held first, a fanotify tree forgets where its directories are, and a
+ * walked tree reads every directory again for the new ones it may have
+ * missed. The caller raises FSNW_OVERFLOW.
+ */
+void trees_overflow(struct fsnw *w);
 /* The kernel dropped the directory of l. Returns true when the whole tree is gone. */
 FSNW_COLD bool tree_link_dropped(struct fsnw *w, struct link *l);
 
