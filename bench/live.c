@@ -216,13 +216,15 @@ static void live_record(struct bench *b, const char *name, long N, int m, long e
 	bench_record(b, name, N, m, "cpu/event", o->cpu / (double)events, "ns/event", o->ok);
 	bench_record(b, name, N, m, "user/event", o->user / (double)events, "ns/event", o->ok);
 	bench_record(b, name, N, m, "wall", o->wall / 1e6, "ms", o->ok);
-	if (o->sleeps > 0) {
-		bench_record(b, name, N, m, "events/wakeup", (double)events / (double)o->sleeps,
+	if (o->sleeps >= 0) {
+		/* A reader that never had to sleep (a loaded host) woke once. */
+		double wakeups = o->sleeps > 0 ? (double)o->sleeps : 1.0;
+
+		bench_record(b, name, N, m, "events/wakeup", (double)events / wakeups,
 			     "events/wakeup", o->ok);
 		if (o->syscalls >= 0)
-			bench_record(b, name, N, m, "syscalls/wakeup",
-				     (double)o->syscalls / (double)o->sleeps, "syscalls/wakeup",
-				     o->ok);
+			bench_record(b, name, N, m, "syscalls/wakeup", (double)o->syscalls / wakeups,
+				     "syscalls/wakeup", o->ok);
 	}
 }
 

@@ -575,37 +575,6 @@ static void view_rescan(struct view *v)
 	view_scan(v, "");
 }
 
-static void listed_add(struct view *v, const char *rel)
-{
-	v->listed = realloc(v->listed, (size_t)(v->nlisted + 1) * sizeof(*v->listed));
-	ck_assert_ptr_nonnull(v->listed);
-	v->listed[v->nlisted] = strdup(rel);
-	ck_assert_ptr_nonnull(v->listed[v->nlisted]);
-	v->nlisted++;
-}
-
-/* The directories moved in that a rename from `from` to `to` carried:
- * their new names, listed again (what the view had there goes). */
-static void listed_moved(struct view *v, const char *from, const char *to)
-{
-	size_t fl = strlen(from);
-
-	for (int i = 0; i < v->nlisted; i++) {
-		char *l = v->listed[i], *nl;
-
-		if (!rel_under(l, from))
-			continue;
-		nl = malloc(strlen(to) + strlen(l + fl) + 1);
-		ck_assert_ptr_nonnull(nl);
-		sprintf(nl, "%s%s", to, l + fl);
-		view_take(v, nl, NULL, NULL);
-		view_put(v, 'd', nl);
-		view_scan(v, nl);
-		free(l);
-		v->listed[i] = nl;
-	}
-}
-
 void view_apply(struct view *v, const struct ev *evs, int n)
 {
 	size_t rl = strlen(v->root);
@@ -646,15 +615,11 @@ void view_apply(struct view *v, const struct ev *evs, int n)
 				view_put(v, v->moved[k][0], to);
 			}
 			drop_moved(v);
-			if (v->relist)
-				listed_moved(v, v->from, rel);
 		} else {
+			/* Created, or moved in: new, and a directory starts empty
+			 * (what it holds comes as creates of its own). */
+			view_take(v, rel, NULL, NULL);
 			view_put(v, type, rel);
-			if ((e->mask & FSNW_MOVED_TO) && type == 'd') {
-				view_scan(v, rel); /* moved in: the caller lists it */
-				if (v->relist)
-					listed_add(v, rel);
-			}
 		}
 	}
 }
@@ -691,9 +656,6 @@ int view_diff(const struct view *v)
 
 void view_free(struct view *v)
 {
-	ents_free(v->listed, v->nlisted);
-	v->listed = NULL;
-	v->nlisted = 0;
 	ents_free(v->ents, v->n);
 	drop_moved(v);
 	v->ents = NULL;

@@ -158,13 +158,16 @@ int fd_count(void);
 int io_uring_fds(void);
 
 /*
- * What a caller knows of a tree from its events, the way fsnw-tree keeps
- * it: creates and deletes, renames within the tree (a MOVED_FROM and its
- * MOVED_TO), a directory moved in listed from disk, a rescan on overflow.
- * Entries are "d rel/path" or "f rel/path", relative to the root. A test
- * that compares it with the disk asserts what a tree promises, whatever
- * events a backend uses to keep it. Sentinels (collect_sync) are in
- * neither: their names are left out of listings and events alike.
+ * What a caller knows of a tree from its events, applied the way
+ * libfsnwatch(7) says a consumer does ("The tree event contract"): a create
+ * or a move in makes a new entry (a directory empty; what it holds comes as
+ * creates of its own), a delete or a move out removes one with what is below
+ * it, a MOVED_FROM and the MOVED_TO of its cookie move it, the type is
+ * FSNW_ISDIR's, and an overflow rescans. Entries are "d rel/path" or
+ * "f rel/path", relative to the root. A test that compares it with the disk
+ * asserts what a tree promises, whatever events a backend uses to keep it.
+ * Sentinels (collect_sync) are in neither: their names are left out of
+ * listings and events alike.
  */
 struct view {
 	char root[PATH_MAX];
@@ -175,13 +178,6 @@ struct view {
 	uint32_t cookie;
 	char from[PATH_MAX];
 	int rescans;
-	/* Directories moved in, as listed. With relist (a backend that does
-	 * not read them, libfsnwatch(7) "Moves"), each is listed again at
-	 * every later MOVED_TO that carries it: the first listing answered
-	 * for when it was made, and a rename may have overtaken it. */
-	bool relist;
-	char **listed;
-	int nlisted;
 };
 /* Start from what the tree holds now. */
 void view_init(struct view *v, const char *root);

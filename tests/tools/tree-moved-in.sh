@@ -1,11 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # fsnw-tree on a fanotify tree, which the library does not walk: a directory
-# moved in and renamed before fsnw-tree lists it. fsnw-tree lists it at its
-# MOVED_TO, finds it gone, and must list it again at the MOVED_TO of the
-# rename that overtook the listing (libfsnwatch(7), "Moves"); its view
-# (dumped on SIGUSR2) must then equal the real tree. fsnw-tree is stopped
-# while the renames are made, so that it reads them all only afterwards.
+# moved in and renamed before the library lists it. The library reports what
+# the directory holds, as synthetic creates where it is when listed, and the
+# renames that follow (libfsnwatch(7), "Moves"); fsnw-tree's view (dumped on
+# SIGUSR2) must then equal the real tree. fsnw-tree is stopped while the
+# renames are made, so that it reads them all only afterwards.
 # Needs fanotify (root); skips where the backend is unavailable.
 . "$(dirname "$0")/lib.sh"
 
@@ -24,7 +24,7 @@ fill() {
 	touch "$1/f" "$1/s/g" "$1/s/t/h"
 }
 
-# 1. Moved in, then renamed: the listing at the first MOVED_TO finds nothing.
+# 1. Moved in, then renamed before it is listed.
 fill "$OUT/m"
 kill -STOP "$FT"
 mv "$OUT/m" "$W/m"
@@ -50,7 +50,7 @@ mv "$W/o2" "$W/e/o3"
 kill -CONT "$FT"
 view_check "moved in, renamed twice"
 
-# 4. A rename long after the listing: still right (listing again is never wrong).
+# 4. A rename long after the listing.
 mv "$W/e/o3" "$W/o4"
 view_check "renamed later"
 

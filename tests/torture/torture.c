@@ -136,9 +136,17 @@ static int checkpoint(struct reader *rd, int rootfd, uint64_t *n, struct outcome
 	unsigned d;
 
 	if (ret < 0) {
-		if (!quiet)
-			fprintf(stderr, "torture: checkpoint %llu: %s\n", (unsigned long long)*n,
-				strerror(-ret));
+		if (!quiet) {
+			char js[8192];
+
+			fprintf(stderr, "torture: checkpoint %llu: %s (reader: seen %llu, synced "
+				"%llu, first view %s)\n", (unsigned long long)*n, strerror(-ret),
+				(unsigned long long)rd->seen, (unsigned long long)rd->synced,
+				rd->ntrees && tree_view_unsettled(&rd->view[0]) ? "unsettled" :
+										  "settled");
+			if (fsnw_stats_json(rd->w, js, sizeof(js)) > 0)
+				fprintf(stderr, "torture: stats %s\n", js);
+		}
 		o->err = ret;
 		return ret;
 	}
@@ -226,6 +234,12 @@ static int run_once(const struct opts *op, uint64_t seed, const struct oplog *li
 		o->err = ret;
 	if (rd.running)
 		reader_stop(&rd);
+	if (o->differences && !op->quiet && rd.w) {
+		char js[8192];
+
+		if (fsnw_stats_json(rd.w, js, sizeof(js)) > 0)
+			fprintf(stderr, "torture: stats %s\n", js);
+	}
 	o->events = rd.events;
 	o->overflows = rd.overflows;
 	for (unsigned i = 0; i < rd.ntrees; i++) {

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* The test points of test builds (testhook.h): one hook, process-wide,
+ * for the race tests, which run one handle at a time. */
+#include <stddef.h>
+
+#include "testhook.h"
+
+static test_hook_fn hook;
+static void *hook_arg;
+
+void test_hook_set(test_hook_fn fn, void *arg)
+{
+	hook = fn;
+	hook_arg = arg;
+}
+
+void test_hook_run(enum test_point p, const char *path)
+{
+	if (hook)
+		hook(p, path, hook_arg);
+}

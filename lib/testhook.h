@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Points where a test build lets a test act, so that a race between the
+ * library and the filesystem happens on purpose: a walk about to read a
+ * directory, a walk that has opened one (its watch not made yet), one that
+ * has listed one, and a fanotify batch about to resolve its directories.
+ * Only test builds (FSNW_TEST_HOOKS, tests/meson.build) have them; in the
+ * shipped library TEST_POINT is nothing.
+ */
+#ifndef FSNW_TESTHOOK_H
+#define FSNW_TESTHOOK_H
+
+enum test_point {
+	TP_VISIT,   /* path: the directory a walk reads next */
+	TP_OPENED,  /* path: the directory just opened */
+	TP_LISTED,  /* path: the directory just listed and closed */
+	TP_RESOLVE, /* path: NULL; a fanotify batch is about to be resolved */
+};
+
+#ifdef FSNW_TEST_HOOKS
+typedef void (*test_hook_fn)(enum test_point p, const char *path, void *arg);
+/* Call fn at every point (NULL: none). */
+void test_hook_set(test_hook_fn fn, void *arg);
+void test_hook_run(enum test_point p, const char *path);
+#define TEST_POINT(p, path) test_hook_run((p), (path))
+#else
+#define TEST_POINT(p, path) ((void)0)
+#endif
+
+#endif

@@ -1,0 +1,631 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tree watches against a live reader, one race at a time, made to happen
+ * on purpose: a test point of the library (lib/testhook.h, test builds
+ * only) runs the racing change at the moment a walk is about to read a
+ * directory, has opened one, or a fanotify batch is about to resolve its
+ * directories. Each case applies the events to a view the way the contract
+ * says (examples/tree-view.c) and checks that, once the changes stop and
+ * every event is read, the view is the tree: what find lists, each a
+ * directory or not.
+ *
+ * The classes are those seen under a live reader before walks' listings
+ * were merged with the stream (a directory moved while a walk read its new
+ * parent, a new directory renamed, or its parent renamed, before its read,
+ * a name reused, a swap inside a directory moved in, resolutions overtaken
+ * by a rename), and the consumer's own (renames that overtake a listing, a
+ * swap after an overflow).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test-common.h"
+#include "testhook.h"
+#include "tree-view.h"
+
+#define MASK (FSNW_CREATE | FSNW_DELETE | FSNW_MOVE | FSNW_DELETE_SELF | FSNW_MOVE_SELF)
+
+struct race {
+	struct fsnw *w;
+	char *top;               /* a private tmpfs */
+	char W[PATH_MAX];        /* the tree */
+	char O[PATH_MAX];        /* outside it */
+	struct tree_view v;
+	enum test_point when;
+	const char *at;          /* act at the point whose path ends so (NULL: any) */
+	uint32_t capacity;       /* of the handle's queue (0: the default) */
+	bool overflow;           /* the case overflows on purpose: the view rescans */
+	void (*act)(struct race *r);
+	int fired;
+	int sentinel;
+};
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t a = strlen(s), b = strlen(tail);
+
+	return a >= b && !strcmp(s + a - b, tail);
+}
+
+static void hook(enum test_point p, const char *path, void *arg)
+{
+	struct race *r = arg;
+
+	if (!r->act || r->fired || p != r->when || (r->at && (!path || !ends_with(path, r->at))))
+		return;
+	r->fired++;
+	r->act(r);
+}
+
+/* A path below the tree or outside it. */
+static const char *at_w(struct race *r, char *buf, const char *rel)
+{
+	ck_assert(strlen(r->W) + strlen(rel) + 2 <= PATH_MAX);
+	return pjoin(buf, r->W, rel);
+}
+
+static const char *at_o(struct race *r, char *buf, const char *rel)
+{
+	ck_assert(strlen(r->O) + strlen(rel) + 2 <= PATH_MAX);
+	return pjoin(buf, r->O, rel);
+}
+
+static void mv(const char *a, const char *b)
+{
+	ck_assert_msg(rename(a, b) == 0, "rename %s %s: %s", a, b, strerror(errno));
+}
+
+static void mkd(const char *p)
+{
+	ck_assert_msg(mkdir(p, 0755) == 0, "mkdir %s: %s", p, strerror(errno));
+}
+
+static void mkf(const char *p)
+{
+	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+	ck_assert_msg(fd >= 0, "create %s: %s", p, strerror(errno));
+	close(fd);
+}
+
+/* d with n files and a subdirectory s holding one more. */
+static void fill(const char *d, int n)
+{
+	char p[PATH_MAX];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(p, sizeof(p), "%s/f%d", d, i);
+		mkf(p);
+	}
+	snprintf(p, sizeof(p), "%s/s", d);
+	mkd(p);
+	snprintf(p, sizeof(p), "%s/s/g", d);
+	mkf(p);
+}
+
+static void race_start(struct race *r, enum test_point when, const char *at,
+		       void (*act)(struct race *))
+{
+	memset(r, 0, sizeof(*r));
+	r->top = tmpfs_private();
+	pjoin(r->W, r->top, "W");
+	pjoin(r->O, r->top, "O");
+	mkd(r->W);
+	mkd(r->O);
+	r->when = when;
+	r->at = at;
+	r->act = act;
+}
+
+/* Read until a read comes back empty and the view's scan stands. */
+static void settle(struct race *r)
+{
+	struct fsnw_event ev[64];
+	int n, left = 1000;
+
+	while (left--) {
+		n = fsnw_read(r->w, ev, 64, 0);
+		ck_assert_int_ge(n, 0);
+		for (int i = 0; i < n; i++)
+			ck_assert_int_ge(tree_view_event(&r->v, &ev[i]), 0);
+		if (n == 0) {
+			ck_assert_int_eq(tree_view_quiet(&r->v), 0);
+			if (!tree_view_unsettled(&r->v))
+				return;
+		}
+	}
+	ck_abort_msg("the view never settled");
+}
+
+/* Watch the tree (the view starts from a scan, which stands before the
+ * race: a scan after it would hide what the events got wrong), then arm
+ * the race. */
+static void race_watch(struct race *r)
+{
+	int wid;
+
+	r->w = test_open(0, r->capacity, 0);
+	wid = fsnw_add(r->w, r->W, MASK, FSNW_WATCH_TREE);
+	ck_assert_int_gt(wid, 0);
+	ck_assert_int_eq(tree_view_init(&r->v, r->W, wid, NULL), 0);
+	ck_assert_int_eq(tree_view_scan(&r->v), 0);
+	settle(r);
+	test_hook_set(hook, r);
+}
+
+static void count_diff(void *arg, const char *path, char type, bool created)
+{
+	fprintf(stderr, "  %s %c %s\n", created ? "missing from the view:" :
+		"in the view, not on disk:", type, path);
+	++*(int *)arg;
+}
+
+/*
+ * Read and apply until the sentinel (a new file at the root) has been
+ * applied, a read came back empty and the view's scan stands; then the
+ * view must be the tree.
+ */
+static void race_check(struct race *r)
+{
+	char name[32], p[PATH_MAX];
+	struct fsnw_event ev[64];
+	struct snapshot disk;
+	bool seen = false;
+	int fd, n, left = 20000;
+
+	snprintf(name, sizeof(name), ".sync%d", ++r->sentinel);
+	mkf(at_w(r, p, name));
+	while (left--) {
+		size_t lost = r->v.overflows;
+
+		n = fsnw_read(r->w, ev, 64, seen ? 0 : 5000);
+		ck_assert_int_ge(n, 0);
+		for (int i = 0; i < n; i++) {
+			ck_assert_int_ge(tree_view_event(&r->v, &ev[i]), 0);
+			if (ev[i].name && !strcmp(ev[i].name, name))
+				seen = true;
+		}
+		if (!seen && r->v.overflows != lost) {
+			/* The sentinel may have been lost with the rest: another. */
+			snprintf(name, sizeof(name), ".sync%d", ++r->sentinel);
+			mkf(at_w(r, p, name));
+			continue;
+		}
+		if (n == 0) {
+			ck_assert_msg(seen, "the sentinel never came");
+			ck_assert_int_eq(tree_view_quiet(&r->v), 0);
+			if (!tree_view_unsettled(&r->v))
+				break;
+		}
+	}
+	ck_assert_int_gt(left, 0);
+	snap_init(&disk);
+	fd = open(r->W, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(snap_walk(&disk, fd, ""), 0);
+	close(fd);
+	n = 0;
+	ck_assert_int_eq(snap_diff_below(&r->v.view, "", &disk, count_diff, &n), 0);
+	if (n != 0) {
+		fputs("the view:\n", stderr);
+		snap_dump(&r->v.view, stderr);
+		fputs("the tree:\n", stderr);
+		snap_dump(&disk, stderr);
+	}
+	ck_assert_int_eq(n, 0);
+	snap_fini(&disk);
+	/* The events alone made the view: no overflow, no scan but the first
+	 * (unless the case overflows on purpose). */
+	if (r->overflow) {
+		ck_assert_int_ge(r->v.overflows, 1);
+		ck_assert_int_ge(r->v.scans, 2);
+	} else {
+		ck_assert_int_eq(r->v.overflows, 0);
+		ck_assert_int_eq(r->v.scans, 1);
+	}
+}
+
+static void race_end(struct race *r)
+{
+	test_hook_set(NULL, NULL);
+	ck_assert_int_eq(r->fired, r->act ? 1 : 0); /* the race was run, once */
+	tree_view_fini(&r->v);
+	fsnw_close(r->w);
+	tmpfs_private_remove(r->top);
+}
+
+/* ---- a directory moved into a new one while a walk was to read it ---- */
+
+static void carry_into_new(struct race *r)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	mv(at_w(r, a, "K/include"), at_w(r, b, "new/inc"));
+}
+
+static void carry_into_new_then_move(struct race *r)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	carry_into_new(r);
+	mv(at_w(r, a, "new"), at_w(r, b, "K/new2"));
+}
+
+static void carry_case(void (*act)(struct race *))
+{
+	struct race r;
+	char p[PATH_MAX];
+
+	race_start(&r, TP_VISIT, "/new", act);
+	mkd(at_w(&r, p, "K"));
+	mkd(at_w(&r, p, "K/include"));
+	fill(p, 20);
+	race_watch(&r);
+	mkd(at_w(&r, p, "new"));
+	race_check(&r);
+	race_end(&r);
+}
+
+START_TEST(dir_carried_into_new_dir)
+{
+	carry_case(carry_into_new);
+}
+END_TEST
+
+START_TEST(dir_carried_into_new_dir_moved_on)
+{
+	carry_case(carry_into_new_then_move);
+}
+END_TEST
+
+/* ---- a new directory renamed (or its parent) before its read ---- */
+
+static void fill_then_rename(struct race *r)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	mkd(at_w(r, a, "a/b"));
+	mkf(at_w(r, a, "a/f"));
+	mv(at_w(r, a, "a"), at_w(r, b, "a2"));
+}
+
+START_TEST(new_dir_filled_and_renamed)
+{
+	struct race r;
+	char p[PATH_MAX];
+
+	race_start(&r, TP_VISIT, "/a", fill_then_rename);
+	race_watch(&r);
+	mkd(at_w(&r, p, "a"));
+	race_check(&r);
+	race_end(&r);
+}
+END_TEST
+
+static void fill_then_rename_parent(struct race *r)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	mkf(at_w(r, a, "p/b/f"));
+	mv(at_w(r, a, "p"), at_w(r, b, "p2"));
+}
+
+START_TEST(new_dir_parent_renamed)
+{
+	struct race r;
+	char p[PATH_MAX];
+
+	race_start(&r, TP_VISIT, "/p/b", fill_then_rename_parent);
+	mkd(at_w(&r, p, "p"));
+	race_watch(&r);
+	mkd(at_w(&r, p, "p/b"));
+	race_check(&r);
+	race_end(&r);
+}
+END_TEST
+
+static void rename_walked_parent(struct race *r)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	mv(at_w(r, a, "t"), at_w(r, b, "t2"));
+}
+
+/* A large directory moved into a new one, whose parent is renamed while
+ * the walk is inside it. */
+START_TEST(moved_in_below_new_then_renamed)
+{
+	struct race r;
+	char p[PATH_MAX], q[PATH_MAX];
+
+	race_start(&r, TP_VISIT, "/t/src/s", rename_walked_parent);
+	mkd(at_o(&r, p, "src"));
+	fill(p, 300);
+	race_watch(&r);
+	mkd(at_w(&r, p, "t"));
+	mv(at_o(&r, p, "src"), at_w(&r, q, "t/src"));
+	race_check(&r);
+	race_end(&r);
+}
+END_TEST
+
+/* ---- a name reused: the read meets the new directory ---- */
+
+static void reuse_name(struct race *r)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	mv(at_w(r, a, "n"), at_w(r, b, "m"));
+	mkd(at_w(r, a, "n"));
+	mkf(at_w(r, a, "n/f2"));
+}
+
+static void reuse_case(enum test_point when)
+{
+	struct race r;
+	char p[PATH_MAX];
+
+	race_start(&r, when, "/n", reuse_name);
+	race_watch(&r);
+	mkd(at_w(&r, p, "n"));
+	mkf(at_w(&r, p, "n/f1"));
+	race_check(&r);
+	race_end(&r);
+}
+
+START_TEST(name_reused_before_read)
+{
+	reuse_case(TP_VISIT);
+}
+END_TEST
+
+/* Opened the old directory, watched after the rename: the watch is of
+ * what moved to m. */
+START_TEST(name_reused_after_open)
+{
+	reuse_case(TP_OPENED);
+}
+END_TEST
+
+/* ---- a swap inside a directory moved in, while it is read ---- */
+
+static void swap_inside(struct race *r)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	mv(at_w(r, a, "x/p"), at_w(r, b, "x/t"));
+	mv(at_w(r, a, "x/q"), at_w(r, b, "x/p"));
+	mv(at_w(r, a, "x/t"), at_w(r, b, "x/q"));
+}
+
+START_TEST(swap_inside_moved_in)
+{
+	struct race r;
+	char p[PATH_MAX], q[PATH_MAX];
+
+	/* inotify reads x when its MOVED_TO comes; fanotify lists it. */
+	race_start(&r, test_backend == FSNW_BACKEND_INOTIFY ? TP_OPENED : TP_VISIT,
+		   test_backend == FSNW_BACKEND_INOTIFY ? "/x" : NULL, swap_inside);
+	mkd(at_o(&r, p, "x"));
+	mkd(at_o(&r, p, "x/p"));
+	fill(p, 3);
+	mkd(at_o(&r, p, "x/q"));
+	mkf(at_o(&r, p, "x/q/only-in-q"));
+	race_watch(&r);
+	mv(at_o(&r, p, "x"), at_w(&r, q, "x"));
+	race_check(&r);
+	race_end(&r);
+}
+END_TEST
+
+/* ---- resolutions overtaken by a swap (fanotify) ---- */
+
+static void swap_parents(struct race *r)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	mv(at_w(r, a, "a"), at_w(r, b, "t"));
+	mv(at_w(r, a, "z"), at_w(r, b, "a"));
+	mv(at_w(r, a, "t"), at_w(r, b, "z"));
+}
+
+START_TEST(resolutions_overtaken)
+{
+	struct race r;
+	char p[PATH_MAX];
+
+	race_start(&r, TP_RESOLVE, NULL, swap_parents);
+	for (int i = 0; i < 100; i++) {
+		snprintf(p, sizeof(p), "%s/a/d%d", r.W, i);
+		make_dirs(r.W, p + strlen(r.W) + 1);
+		snprintf(p, sizeof(p), "%s/z/e%d", r.W, i);
+		make_dirs(r.W, p + strlen(r.W) + 1);
+	}
+	race_watch(&r);
+	for (int i = 0; i < 100; i++) {
+		snprintf(p, sizeof(p), "%s/a/d%d/new", r.W, i);
+		mkf(p);
+		snprintf(p, sizeof(p), "%s/z/e%d/new", r.W, i);
+		mkf(p);
+	}
+	race_check(&r);
+	race_end(&r);
+}
+END_TEST
+
+/* ---- a reader that reads only afterwards: renames overtake listings ---- */
+
+/* A directory moved in, renamed, and another moved over its first name. */
+START_TEST(moved_in_then_renamed_and_replaced)
+{
+	struct race r;
+	char p[PATH_MAX], q[PATH_MAX];
+
+	race_start(&r, TP_VISIT, NULL, NULL);
+	mkd(at_o(&r, p, "x"));
+	fill(p, 4);
+	mkd(at_w(&r, p, "y"));
+	fill(p, 2);
+	race_watch(&r);
+	mv(at_o(&r, p, "x"), at_w(&r, q, "c"));
+	mv(at_w(&r, p, "c"), at_w(&r, q, "r"));
+	mv(at_w(&r, p, "y"), at_w(&r, q, "c"));
+	race_check(&r);
+	race_end(&r);
+}
+END_TEST
+
+/* The type comes from the event: a file created, its directory renamed,
+ * then a directory of that name made where it was. */
+START_TEST(type_from_the_event)
+{
+	struct race r;
+	char p[PATH_MAX], q[PATH_MAX];
+
+	race_start(&r, TP_VISIT, NULL, NULL);
+	mkd(at_w(&r, p, "a"));
+	race_watch(&r);
+	mkf(at_w(&r, p, "a/x"));
+	mv(at_w(&r, p, "a"), at_w(&r, q, "b"));
+	mkd(at_w(&r, p, "a"));
+	mkd(at_w(&r, p, "a/x"));
+	race_check(&r);
+	race_end(&r);
+}
+END_TEST
+
+/* A swap inside a directory moved in, all before the reader reads. */
+START_TEST(swap_after_move_in)
+{
+	struct race r;
+	char p[PATH_MAX], q[PATH_MAX];
+
+	race_start(&r, TP_VISIT, NULL, NULL);
+	mkd(at_o(&r, p, "x"));
+	mkd(at_o(&r, p, "x/p"));
+	fill(p, 2);
+	mkd(at_o(&r, p, "x/q"));
+	mkf(at_o(&r, p, "x/q/only-in-q"));
+	race_watch(&r);
+	mv(at_o(&r, p, "x"), at_w(&r, q, "x"));
+	swap_inside(&r);
+	race_check(&r);
+	race_end(&r);
+}
+END_TEST
+
+/* The queue overflows, then two directories change places: the view's
+ * scan after the overflow converges. */
+START_TEST(overflow_then_swap)
+{
+	struct race r;
+	char p[PATH_MAX], q[PATH_MAX];
+
+	race_start(&r, TP_VISIT, NULL, NULL);
+	r.capacity = 16;
+	r.overflow = true;
+	mkd(at_w(&r, p, "m"));
+	fill(p, 3);
+	mkd(at_w(&r, p, "n"));
+	fill(p, 5);
+	race_watch(&r);
+	for (int i = 0; i < 40; i++) {
+		snprintf(q, sizeof(q), "%s/many%d", r.W, i);
+		mkf(q);
+	}
+	mv(at_w(&r, p, "m"), at_w(&r, q, "t"));
+	mv(at_w(&r, p, "n"), at_w(&r, q, "m"));
+	mv(at_w(&r, p, "t"), at_w(&r, q, "n"));
+	race_check(&r);
+	race_end(&r);
+}
+END_TEST
+
+/* ---- events the kernel merges (fanotify, one process, reader behind) ---- */
+
+START_TEST(rename_repeated)
+{
+	struct race r;
+	char p[PATH_MAX], q[PATH_MAX];
+
+	race_start(&r, TP_VISIT, NULL, NULL);
+	mkd(at_w(&r, p, "d"));
+	fill(p, 2);
+	race_watch(&r);
+	mv(at_w(&r, p, "d"), at_w(&r, q, "r"));
+	mv(at_w(&r, p, "r"), at_w(&r, q, "d"));
+	mv(at_w(&r, p, "d"), at_w(&r, q, "r"));
+	race_check(&r);
+	race_end(&r);
+}
+END_TEST
+
+START_TEST(create_renamed_back_deleted)
+{
+	struct race r;
+	char p[PATH_MAX], q[PATH_MAX];
+
+	race_start(&r, TP_VISIT, NULL, NULL);
+	race_watch(&r);
+	mkf(at_w(&r, p, "f"));
+	mv(at_w(&r, p, "f"), at_w(&r, q, "g"));
+	mv(at_w(&r, p, "g"), at_w(&r, q, "f"));
+	ck_assert_int_eq(unlink(at_w(&r, p, "f")), 0);
+	race_check(&r);
+	race_end(&r);
+}
+END_TEST
+
+/* d's create and delete are one record, ahead of e's create in d and of
+ * the move of e out of d: the delete must come after them. */
+START_TEST(created_filled_deleted)
+{
+	struct race r;
+	char p[PATH_MAX], q[PATH_MAX];
+
+	race_start(&r, TP_VISIT, NULL, NULL);
+	race_watch(&r);
+	mkd(at_w(&r, p, "d"));
+	mkd(at_w(&r, p, "d/e"));
+	mkd(at_w(&r, p, "d/e/f"));
+	mkf(at_w(&r, p, "d/e/f/g"));
+	mv(at_w(&r, p, "d/e"), at_w(&r, q, "m"));
+	ck_assert_int_eq(rmdir(at_w(&r, p, "d")), 0);
+	mkd(at_w(&r, p, "d"));
+	race_check(&r);
+	race_end(&r);
+}
+END_TEST
+
+TEST_SUITE(tree_race)
+{
+	Suite *s = suite_create("tree_race");
+
+	/* A walked tree reads directories; a fanotify tree resolves them,
+	 * and lists only what moves in. */
+	if (test_backend == FSNW_BACKEND_INOTIFY) {
+		ADD_TEST(s, dir_carried_into_new_dir);
+		ADD_TEST(s, dir_carried_into_new_dir_moved_on);
+		ADD_TEST(s, new_dir_filled_and_renamed);
+		ADD_TEST(s, new_dir_parent_renamed);
+		ADD_TEST(s, moved_in_below_new_then_renamed);
+		ADD_TEST(s, name_reused_before_read);
+		ADD_TEST(s, name_reused_after_open);
+	} else {
+		ADD_TEST(s, resolutions_overtaken);
+	}
+	ADD_TEST(s, swap_inside_moved_in);
+	ADD_TEST(s, moved_in_then_renamed_and_replaced);
+	ADD_TEST(s, type_from_the_event);
+	ADD_TEST(s, swap_after_move_in);
+	ADD_TEST(s, overflow_then_swap);
+	ADD_TEST(s, rename_repeated);
+	ADD_TEST(s, create_renamed_back_deleted);
+	ADD_TEST(s, created_filled_deleted);
+	return s;
+}
