@@ -1,11 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <assert.h>
 #include <errno.h>
-#include <poll.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/timerfd.h>
-#include <unistd.h>
 
 #include "compiler.h"
 #include "handle.h"
@@ -15,6 +10,7 @@
 #include "ring.h"
 #include "route.h"
 #include "stats.h"
+#include "sys.h"
 #include "tree.h"
 
 #define READ_BUF_SIZE (64 * 1024)
@@ -39,10 +35,9 @@ int engine_open(struct fsnw *w)
 	struct engine *e = &w->engine;
 	int ret;
 
-	e->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	w->st.sys_other++;
+	e->evfd = sys_eventfd(&w->st.sys_other, 0, EFD_NONBLOCK);
 	if (e->evfd < 0)
-		return -errno;
+		return e->evfd;
 	ret = ring_open(w);
 	if (ret < 0)
 		return ret;
@@ -56,11 +51,11 @@ void engine_fini(struct fsnw *w)
 
 	ring_close(w);
 	if (e->epfd >= 0)
-		close(e->epfd);
+		sys_close(&w->st.sys_other, e->epfd);
 	if (e->evfd >= 0)
-		close(e->evfd);
+		sys_close(&w->st.sys_other, e->evfd);
 	if (e->timerfd >= 0)
-		close(e->timerfd);
+		sys_close(&w->st.sys_other, e->timerfd);
 	mem_free(e->rbuf);
 	mem_free(e->spare);
 	e->rbuf = e->spare = NULL;
@@ -82,13 +77,8 @@ static ssize_t read_group(struct fsnw *w)
 	}
 	if (e->sys_read)
 		return e->sys_read(w, e->rbuf, e->rbuf_len);
-	do {
-		n = read(w->kfd, e->rbuf, e->rbuf_len);
-		w->st.sys_read++;
-	} while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return errno == EAGAIN ? 0 : -errno;
-	return n;
+	n = sys_read(&w->st.sys_read, w->kfd, e->rbuf, e->rbuf_len);
+	return n == -EAGAIN ? 0 : n;
 }
 
 /*
@@ -437,22 +427,20 @@ static void sync_ready(struct fsnw *w)
 	if (want == e->ev_ready)
 		return;
 	if (want) {
-		if (write(e->evfd, &v, sizeof(v)) == sizeof(v))
+		if (sys_write(&w->st.sys_eventfd, e->evfd, &v, sizeof(v)) == sizeof(v))
 			e->ev_ready = true;
 	} else {
-		if (read(e->evfd, &v, sizeof(v)) == sizeof(v) || errno == EAGAIN)
+		ssize_t n = sys_read(&w->st.sys_eventfd, e->evfd, &v, sizeof(v));
+
+		if (n == sizeof(v) || n == -EAGAIN)
 			e->ev_ready = false;
 	}
-	w->st.sys_eventfd++;
 }
 
 /* Add fd to the epoll set of fsnw_get_fd; false if it could not be. */
 static bool epoll_join(struct fsnw *w, int fd, uint32_t events)
 {
-	struct epoll_event ev = { .events = events };
-
-	w->st.sys_other++;
-	return epoll_ctl(w->engine.epfd, EPOLL_CTL_ADD, fd, &ev) == 0;
+	return sys_epoll_add(&w->st.sys_other, w->engine.epfd, fd, events) == 0;
 }
 
 /*
@@ -470,17 +458,17 @@ FSNW_COLD static void sync_timer(struct fsnw *w)
 	if (due == e->timer_due && (!due || stats_now_ns() < due))
 		return;
 	if (due && e->timerfd < 0) {
-		e->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		w->st.sys_other++;
-		if (e->timerfd < 0)
+		e->timerfd = sys_timerfd(&w->st.sys_other, CLOCK_MONOTONIC, TFD_NONBLOCK);
+		if (e->timerfd < 0) {
+			e->timerfd = -1;
 			return; /* retries then wait for the reads the caller makes */
+		}
 	}
 	if (e->timerfd < 0)
 		return;
 	its.it_value.tv_sec = (time_t)(due / 1000000000u);
 	its.it_value.tv_nsec = (long)(due % 1000000000u);
-	w->st.sys_other++;
-	if (timerfd_settime(e->timerfd, due ? TFD_TIMER_ABSTIME : 0, &its, NULL) == 0)
+	if (sys_timerfd_set(&w->st.sys_other, e->timerfd, due ? TFD_TIMER_ABSTIME : 0, &its) == 0)
 		e->timer_due = due;
 }
 
@@ -563,9 +551,10 @@ int engine_wake(struct fsnw *w)
 	/* The eventfd wakes a reader asleep in poll or in an epoll set, and
 	 * stays readable until a read has returned. */
 	if (!e->ev_ready) {
-		w->st.sys_eventfd++;
-		if (write(e->evfd, &v, sizeof(v)) != sizeof(v))
-			return -errno;
+		ssize_t n = sys_write(&w->st.sys_eventfd, e->evfd, &v, sizeof(v));
+
+		if (n < 0)
+			return (int)n;
 		e->ev_ready = true;
 	}
 	e->wake = true;
@@ -609,21 +598,18 @@ void engine_sleep_end(struct fsnw *w)
 int engine_get_fd(struct fsnw *w)
 {
 	struct engine *e = &w->engine;
-	struct epoll_event ev = { .events = EPOLLIN };
-	int fd;
+	int fd, err;
 
 	if (e->epfd >= 0)
 		return e->epfd;
-	fd = epoll_create1(EPOLL_CLOEXEC);
-	w->st.sys_other++;
+	fd = sys_epoll_create(&w->st.sys_other);
 	if (fd < 0)
-		return -errno;
-	w->st.sys_other += 2;
-	if (epoll_ctl(fd, EPOLL_CTL_ADD, w->kfd, &ev) < 0 ||
-	    epoll_ctl(fd, EPOLL_CTL_ADD, e->evfd, &ev) < 0) {
-		int err = -errno;
-
-		close(fd);
+		return fd;
+	err = sys_epoll_add(&w->st.sys_other, fd, w->kfd, EPOLLIN);
+	if (err == 0)
+		err = sys_epoll_add(&w->st.sys_other, fd, e->evfd, EPOLLIN);
+	if (err < 0) {
+		sys_close(&w->st.sys_other, fd);
 		return err;
 	}
 	e->epfd = fd;

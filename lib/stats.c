@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -16,6 +14,7 @@
 #include "export.h"
 #include "mem.h"
 #include "stats.h"
+#include "sys.h"
 
 /* About one check of the TSC's rate a second; two windows agree within 1/32. */
 #define CLOCK_WINDOW_NS 1000000000u
@@ -44,14 +43,12 @@ static bool tsc_usable(struct fsnw *w)
 
 	if (env && !strcmp(env, "monotonic"))
 		return false;
-	fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
-		  O_RDONLY | O_CLOEXEC);
-	w->st.sys_other++;
+	fd = sys_open(&w->st.sys_other,
+		      "/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY);
 	if (fd < 0)
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	w->st.sys_other += 2;
+	n = sys_read(&w->st.sys_other, fd, buf, sizeof(buf) - 1);
+	sys_close(&w->st.sys_other, fd);
 	if (n <= 0)
 		return false;
 	buf[strcspn(buf, "\n")] = '\0';
