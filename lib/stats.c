@@ -242,6 +242,11 @@ void stats_snapshot(const struct fsnw *w, struct fsnw_stats *out)
 	out->tree_dirs_cached = w->trees.fan.cache.count;
 	out->tree_cache_evictions = w->trees.fan.cache.evictions;
 	out->timing_tsc = w->clock.tsc;
+	out->syscalls = out->sys_inotify_init + out->sys_inotify_add_watch +
+			out->sys_inotify_rm_watch + out->sys_fanotify_init + out->sys_fanotify_mark +
+			out->sys_name_to_handle_at + out->sys_open_by_handle_at + out->sys_read +
+			out->sys_poll + out->sys_eventfd + out->sys_walk + out->sys_other +
+			out->sys_io_uring;
 }
 
 /* The counters, by name, in struct order: the JSON keys are the field names. */
@@ -267,7 +272,7 @@ static const struct {
 	COUNTER(ring_active), COUNTER(sys_io_uring), COUNTER(settles_ring), COUNTER(settles_read),
 	COUNTER(tree_retries), COUNTER(overflows_mount),
 	COUNTER(dropped_outside), COUNTER(tree_dirs_cached), COUNTER(tree_cache_evictions),
-	COUNTER(overflows_unresolved), COUNTER(timing_tsc),
+	COUNTER(overflows_unresolved), COUNTER(timing_tsc), COUNTER(syscalls),
 };
 
 #define HISTOGRAM(f) { #f, offsetof(struct fsnw_stats, f) }

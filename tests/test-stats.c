@@ -62,6 +62,14 @@ START_TEST(scripted_counters)
 		ck_assert_uint_eq(st.lat_kernel_unmark.count, 1);
 		ck_assert_uint_eq(st.lat_kernel_read.count, 2);
 	}
+	/* The total is every counter, the ring's included. */
+	ck_assert_uint_eq(st.syscalls,
+			  st.sys_inotify_init + st.sys_inotify_add_watch + st.sys_inotify_rm_watch +
+				  st.sys_fanotify_init + st.sys_fanotify_mark +
+				  st.sys_name_to_handle_at + st.sys_open_by_handle_at +
+				  st.sys_read + st.sys_poll + st.sys_eventfd + st.sys_walk +
+				  st.sys_other + st.sys_io_uring);
+	ck_assert_uint_gt(st.syscalls, st.sys_other + st.sys_read);
 	ck_assert_uint_eq(st.lat_add.count, 1);
 	ck_assert_uint_eq(st.lat_remove.count, 1);
 	fsnw_close(w);
@@ -258,6 +266,7 @@ START_TEST(json_matches_struct)
 	ck_assert_uint_eq(json_u64(buf, "events_read"), st.events_read);
 	ck_assert_uint_eq(json_u64(buf, "queue_depth"), st.queue_depth);
 	ck_assert_uint_eq(json_u64(buf, "sys_read"), st.sys_read);
+	ck_assert_uint_eq(json_u64(buf, "syscalls"), st.syscalls);
 	ck_assert_uint_eq(json_u64(strstr(buf, "\"lat_add\""), "count"), st.lat_add.count);
 
 	/* And a real parser agrees, when there is one. */
