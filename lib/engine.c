@@ -264,11 +264,12 @@ static ssize_t fill(struct drain *d)
 
 	stats_end(w, LAT_KERNEL_READ, t0);
 	/* A read shorter than the buffer by a whole record emptied the queue. */
+	e->more = n > 0 && (size_t)n + w->be->max_record > e->rbuf_len;
+	e->kernel_empty = n >= 0 && !e->more;
 	if (n <= 0)
 		return n;
 	e->rpos = 0;
 	e->rlen = (size_t)n;
-	e->more = (size_t)n + w->be->max_record > e->rbuf_len;
 	return n;
 }
 
@@ -495,6 +496,41 @@ static void sync_wakers(struct fsnw *w)
 		sync_epoll(w);
 }
 
+/*
+ * Whether the mount table is looked at before this pass reads. A reader
+ * about to sleep in engine_read's poll has the mount fd in its set, and
+ * the poll says when it signals (mounts_due): nothing to do until then.
+ * But a poll of the mount table takes its signal for whoever polled, and
+ * a caller's epoll set that holds the fd of fsnw_get_fd polls it on its
+ * own; and a call that does not sleep polls nothing. Those look (a poll of
+ * the trees' own check fd, trees_check_mounts) after each read that found
+ * the kernel queue empty: mount changes then wait at most until the reader
+ * has caught up with the kernel queue, as the trees' other work does.
+ */
+static bool mounts_look(const struct fsnw *w, bool may_sleep)
+{
+	const struct engine *e = &w->engine;
+
+	if (trees_mount_fd(&w->trees) < 0)
+		return false;
+	return e->mounts_due || (e->kernel_empty && (!may_sleep || e->epfd >= 0));
+}
+
+/*
+ * Whether a pass that may sleep next can go to sleep without reading: the
+ * last read found the kernel queue empty, nothing waits here, and nothing
+ * needs a drain (trees' work, pending links, retries). The poll then tells
+ * whether the kernel queued anything since, as raw inotify readers do: a
+ * read that would find nothing costs no syscall.
+ */
+static bool read_can_wait(const struct fsnw *w)
+{
+	const struct engine *e = &w->engine;
+
+	return e->kernel_empty && e->rpos >= e->rlen && !e->wake && !queue_depth(w->q) &&
+	       !w->kwatches.npending && !trees_busy(&w->trees) && !trees_retry_due(&w->trees);
+}
+
 /* What one pass of engine_read returns. */
 struct pass {
 	size_t n;     /* events in evs */
@@ -506,9 +542,11 @@ struct pass {
  * fsnw_read's step under the lock: release what the last read lent, follow
  * mount changes, drain (bounded), and pop up to max events. When nothing
  * waits in the queue the drain routes straight into evs (a direct read) and
- * stops reading once they are full.
+ * stops reading once they are full. may_sleep: the caller sleeps if this
+ * finds nothing; woke: it has just slept (read what woke it).
  */
-static struct pass collect(struct fsnw *w, struct fsnw_event *evs, size_t max)
+static struct pass collect(struct fsnw *w, struct fsnw_event *evs, size_t max, bool may_sleep,
+			   bool woke)
 {
 	struct engine *e = &w->engine;
 	struct drain d = { .w = w, .flags = DRAIN_TIMED };
@@ -517,19 +555,24 @@ static struct pass collect(struct fsnw *w, struct fsnw_event *evs, size_t max)
 	int ret = 0;
 
 	queue_release_delivered(w->q);
-	trees_check_mounts(w);
+	if (unlikely(mounts_look(w, may_sleep))) {
+		e->mounts_due = false;
+		trees_check_mounts(w);
+	}
 	e->lent = NULL;
 	/* Names straight from rbuf need a spare buffer for reads meanwhile;
 	 * without one the queue copies them. */
 	if (!e->spare)
 		e->spare = mem_alloc(e->rbuf_len);
-	d.direct = queue_direct_begin(w->q, evs, max);
-	ret = drain_run(&d);
-	if (d.direct) {
-		ps.n = queue_direct_end(w->q);
-		/* Only an FSNW_IGNORED releases a watch: skip an array without one. */
-		if (!queue_direct_ignored(w->q))
-			reap_from = ps.n;
+	if (!may_sleep || woke || !read_can_wait(w)) {
+		d.direct = queue_direct_begin(w->q, evs, max);
+		ret = drain_run(&d);
+		if (d.direct) {
+			ps.n = queue_direct_end(w->q);
+			/* Only an FSNW_IGNORED releases a watch: skip an array without one. */
+			if (!queue_direct_ignored(w->q))
+				reap_from = ps.n;
+		}
 	}
 	ps.n += queue_pop(w->q, evs + ps.n, max - ps.n);
 	watches_reap(w, evs + reap_from, ps.n - reap_from);
@@ -573,6 +616,7 @@ int engine_wake(struct fsnw *w)
 struct sleep {
 	struct pollfd p[4];
 	unsigned n;
+	int mounts;      /* the index of the mount table fd in p, or -1 */
 	uint64_t polls;  /* sys_poll's count, added to the stats under the lock */
 };
 
@@ -589,20 +633,25 @@ static void sleep_begin(struct fsnw *w, struct sleep *sl)
 	e->sleepers++;
 	sync_ready(w);
 	sl->n = 0;
+	sl->mounts = -1;
 	sl->polls = 0;
 	sl->p[sl->n++] = (struct pollfd){ .fd = w->kfd, .events = POLLIN };
 	sl->p[sl->n++] = (struct pollfd){ .fd = e->evfd, .events = POLLIN };
 	if (e->timerfd >= 0)
 		sl->p[sl->n++] = (struct pollfd){ .fd = e->timerfd, .events = POLLIN };
-	if (mfd >= 0)
+	if (mfd >= 0) {
+		sl->mounts = (int)sl->n;
 		sl->p[sl->n++] = (struct pollfd){ .fd = mfd, .events = POLLPRI };
+	}
 }
 
-/* The reader is awake again (lock held). */
+/* The reader is awake again (lock held): the mount table signalled, or not. */
 static void sleep_end(struct fsnw *w, struct sleep *sl)
 {
 	w->engine.sleepers--;
 	w->st.sys_poll += sl->polls;
+	if (sl->mounts >= 0 && (sl->p[sl->mounts].revents & (POLLPRI | POLLERR)))
+		w->engine.mounts_due = true;
 }
 
 /* How long a read may still sleep: -1 for ever, 0 not at all, else ms. */
@@ -634,7 +683,10 @@ int engine_read(struct fsnw *w, struct fsnw_event *evs, size_t max, int timeout_
 		if (slept)
 			sleep_end(w, &sl);
 		left = nonblock ? 0 : sleep_left(timeout_ms, deadline);
-		ps = collect(w, evs, max);
+		ps = collect(w, evs, max, left != 0, slept);
+		/* left, from before the pass, may be a few microseconds long: a
+		 * pass that went to sleep without reading must sleep at least
+		 * once, and the kernel's timeout is rounded up to ms anyway. */
 		if (!ps.n && !ps.err && !ps.woken && left)
 			sleep_begin(w, &sl);
 		else
@@ -652,7 +704,9 @@ int engine_read(struct fsnw *w, struct fsnw_event *evs, size_t max, int timeout_
 			return 0;
 		ret = sys_poll(&sl.polls, sl.p, sl.n, left);
 		slept = true;
-		if (ret < 0) {
+		/* A poll that timed out saw nothing ready, the mount table
+		 * included: no read would find anything. */
+		if (ret <= 0) {
 			lock_take(&w->lock);
 			sleep_end(w, &sl);
 			lock_give(&w->lock);

@@ -34,7 +34,9 @@ struct engine {
 	 * (or drain), as if still in the kernel queue. */
 	size_t rpos, rlen;
 	bool more;             /* the last read filled the buffer: the kernel may hold more */
+	bool kernel_empty;     /* the last read came back short: the kernel queue was empty */
 	bool draining;         /* a drain runs; nothing below the engine starts one */
+	bool mounts_due;       /* a reader's poll saw the trees' mount table signal */
 	/* eventfd: readable while events wait in the queue, kept so only while
 	 * someone can see it (epfd exists, or a reader sleeps: sleepers). */
 	int evfd;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include "test-common.h"
@@ -292,6 +293,109 @@ START_TEST(json_matches_struct)
 }
 END_TEST
 
+/*
+ * A reader that keeps up, as a daemon reads: each fsnw_read sleeps in
+ * poll(2) and reads what woke it. That is a poll and a read a wakeup, as
+ * raw inotify's: the read before the sleep would find the kernel queue
+ * empty again, and is not made; the mount table of the tree is watched by
+ * that poll, and not looked at otherwise.
+ */
+START_TEST(live_read_syscalls)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpfs_private();
+	struct fsnw_event ev[8];
+	struct fsnw_stats a, b;
+	char name[16];
+
+	ck_assert_int_gt(fsnw_add(w, dir, FSNW_CREATE, FSNW_WATCH_TREE), 0);
+	touch(dir, "first");
+	ck_assert_int_eq(fsnw_read(w, ev, 8, -1), 1);
+	a = stats_of(w);
+	for (int i = 0; i < 10; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		touch(dir, name);
+		ck_assert_int_eq(fsnw_read(w, ev, 8, -1), 1);
+		ck_assert_str_eq(ev[0].name, name);
+	}
+	b = stats_of(w);
+	ck_assert_uint_eq(b.sys_poll - a.sys_poll, 10);
+	ck_assert_uint_eq(b.sys_read - a.sys_read, 10);
+	ck_assert_uint_eq(b.syscalls - a.syscalls, 20);
+	/* A read that does not sleep reads, whatever the last one found. */
+	ck_assert_int_eq(fsnw_read(w, ev, 8, 0), 0);
+	a = stats_of(w);
+	ck_assert_uint_eq(a.sys_read - b.sys_read, 1);
+	ck_assert_uint_eq(a.sys_poll, b.sys_poll);
+	fsnw_close(w);
+	tmpfs_private_remove(dir);
+}
+END_TEST
+
+/* A read of up to 8 events with a timeout: how many, and FSNW_OVERFLOWs among them. */
+static int read_overflows(struct fsnw *w, int timeout_ms, int *overflows)
+{
+	struct fsnw_event ev[8];
+	int n = fsnw_read(w, ev, 8, timeout_ms);
+
+	for (int i = 0; i < n; i++)
+		*overflows += (ev[i].mask & FSNW_OVERFLOW) != 0;
+	return n;
+}
+
+static void mount_tmpfs(const char *dir, const char *name)
+{
+	char p[PATH_MAX];
+
+	ck_assert_int_eq(mount("fsnw-test", pjoin(p, dir, name), "tmpfs", 0, "size=1m"), 0);
+}
+
+/*
+ * The mount table is read when it signals: a mount inside a tree wakes a
+ * reader asleep in fsnw_read (its poll has the table) and is reported
+ * (FSNW_OVERFLOW); a read with a timeout of 0 does not sleep, and looks at
+ * the table itself; without a change, a reader's sleep costs no look.
+ */
+START_TEST(mounts_on_readiness)
+{
+	struct fsnw *w;
+	struct fsnw_stats a, b;
+	char *dir, p[PATH_MAX];
+	int wid, overflows = 0;
+	struct ev *evs;
+
+	if (geteuid() != 0)
+		return;
+	dir = tmpfs_private(); /* our own mount namespace, where we may mount */
+	w = test_open(0, 0, 0);
+	make_dir(dir, "m1");
+	make_dir(dir, "m2");
+	wid = fsnw_add(w, dir, FSNW_CREATE, FSNW_WATCH_TREE);
+	ck_assert_int_gt(wid, 0);
+	collect_now(w, &evs, 64);
+	evs_free(evs);
+	a = stats_of(w);
+	/* An absence: nothing comes, and the sleep is all the read costs. */
+	ck_assert_int_eq(read_overflows(w, 20, &overflows), 0);
+	b = stats_of(w);
+	ck_assert_uint_eq(b.sys_poll - a.sys_poll, 1);
+	ck_assert_uint_eq(b.syscalls - a.syscalls, 1);
+	mount_tmpfs(dir, "m1");
+	while (!overflows)
+		ck_assert_int_gt(read_overflows(w, SYNC_TIMEOUT_MS, &overflows), 0);
+	ck_assert_uint_eq(stats_of(w).overflows_mount, 1);
+	mount_tmpfs(dir, "m2");
+	for (int i = 0; i < 1000 && overflows < 2; i++)
+		ck_assert_int_ge(read_overflows(w, 0, &overflows), 0);
+	ck_assert_int_eq(overflows, 2);
+	ck_assert_uint_eq(stats_of(w).overflows_mount, 2);
+	fsnw_close(w);
+	umount2(pjoin(p, dir, "m1"), MNT_DETACH);
+	umount2(pjoin(p, dir, "m2"), MNT_DETACH);
+	tmpfs_private_remove(dir);
+}
+END_TEST
+
 /* An older caller's smaller struct is filled only up to its size. */
 START_TEST(size_rule)
 {
@@ -324,6 +428,8 @@ TEST_SUITE(stats)
 	Suite *s = suite_create("stats");
 
 	ADD_TEST(s, scripted_counters);
+	ADD_TEST(s, live_read_syscalls);
+	ADD_TEST(s, mounts_on_readiness);
 	ADD_TEST(s, queue_full_counters);
 	ADD_TEST(s, no_stats_keeps_counters);
 	ADD_TEST(s, quantiles);
