@@ -84,7 +84,6 @@ struct fsnw *handle_alloc(const struct fsnw_options *o)
 	w->open_flags = o->flags;
 	w->st.size = sizeof(w->st);
 	w->lock = (struct lock)LOCK_INIT;
-	w->lat[0] = &w->lat0;
 	watches_init(&w->watches);
 	kwatch_table_init(&w->kwatches, o->idle_watches);
 	trees_init(&w->trees, o->tree_cache);
@@ -144,7 +143,6 @@ FSNW_EXPORT void fsnw_close(struct fsnw *w)
 		close(w->kfd);
 	}
 	engine_fini(w);
-	stats_fini(w);
 	mem_free(w);
 }
 
@@ -235,8 +233,6 @@ FSNW_EXPORT int fsnw_reserve(struct fsnw *w, size_t n)
 	ret = watches_reserve(&w->watches, n);
 	if (ret == 0)
 		ret = kwatch_reserve(&w->kwatches, n, w->be->key_len);
-	if (ret == 0)
-		ret = stats_lat_ready(w);
 	unlock(w);
 	return ret;
 }

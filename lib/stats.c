@@ -12,7 +12,6 @@
 #endif
 
 #include "export.h"
-#include "mem.h"
 #include "stats.h"
 #include "sys.h"
 
@@ -177,44 +176,6 @@ FSNW_EXPORT uint64_t fsnw_histogram_quantile(const struct fsnw_histogram *h, dou
 	return h->max_ns;
 }
 
-struct lat_shard *stats_lat_new(struct fsnw *w, unsigned i)
-{
-	struct lat_shard *s = mem_zalloc_aligned(64, sizeof(*s));
-
-	if (!s)
-		return &w->lat0; /* shared, as before shards; tried again next time */
-	w->lat[i] = s;
-	return s;
-}
-
-int stats_lat_ready(struct fsnw *w)
-{
-	unsigned i = stats_lat_shard();
-
-	if ((w->open_flags & FSNW_OPEN_NO_STATS) || w->lat[i])
-		return 0;
-	return stats_lat_new(w, i) == &w->lat0 ? -ENOMEM : 0;
-}
-
-void stats_fini(struct fsnw *w)
-{
-	for (unsigned i = 0; i < LAT_SHARDS; i++) {
-		if (w->lat[i] != &w->lat0)
-			mem_free(w->lat[i]);
-		w->lat[i] = NULL;
-	}
-}
-
-static void hist_merge(struct fsnw_histogram *to, const struct fsnw_histogram *h)
-{
-	to->count += h->count;
-	to->sum_ns += h->sum_ns;
-	if (h->max_ns > to->max_ns)
-		to->max_ns = h->max_ns;
-	for (int b = 0; b < FSNW_HIST_BUCKETS; b++)
-		to->buckets[b] += h->buckets[b];
-}
-
 void stats_snapshot(const struct fsnw *w, struct fsnw_stats *out)
 {
 	const struct queue_counters *c = queue_counters(w->q);
@@ -224,9 +185,8 @@ void stats_snapshot(const struct fsnw *w, struct fsnw_stats *out)
 	};
 
 	*out = w->st;
-	for (unsigned i = 0; i < LAT_SHARDS; i++)
-		for (int k = 0; k < LAT_KINDS && w->lat[i]; k++)
-			hist_merge(lat[k], &w->lat[i]->h[k]);
+	for (int k = 0; k < LAT_KINDS; k++)
+		*lat[k] = w->lat[k];
 	out->size = sizeof(*out);
 	out->backend = (uint32_t)w->be->id;
 	out->logical_watches = watches_count(&w->watches);

@@ -3,8 +3,7 @@
  * The calling thread's number: taken at its first use, from 1, and never
  * given to another thread of the process. Not the address of a thread
  * variable: a new thread often gets the TLS block of one that exited, and
- * would pass for it. The readiness rings know their thread by it; the
- * latency histograms pick their shard with it.
+ * would pass for it. The readiness rings know their thread by it.
  *
  * A thread token says whether a thread still runs: what it owns in a handle
  * (a readiness ring) holds a reference, and the thread's exit, through a
