@@ -9,7 +9,8 @@
  * (a readiness ring) holds a reference, and the thread's exit, through a
  * pthread key's destructor, marks it gone. The handle then lets go of what
  * the thread left, at its leisure, under its own lock; the token goes with
- * its last reference.
+ * its last reference. The rings need it: a ring only its thread may arm
+ * would otherwise hold a file descriptor for each thread that ever added.
  */
 #ifndef FSNW_THREAD_H
 #define FSNW_THREAD_H
