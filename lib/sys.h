@@ -11,16 +11,21 @@
  * Outside this header only the backends' mark calls (inotify_add_watch,
  * fanotify_mark, name_to_handle_at, ...) make syscalls, counted in their
  * struct sys_tally, and liburing's, counted in st.sys_io_uring by ring.c.
+ * The futex calls of the handle's lock count nowhere: they are made to
+ * take the lock that guards the counters.
  */
 #ifndef FSNW_SYS_H
 #define FSNW_SYS_H
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -114,6 +119,17 @@ static inline int sys_timerfd_set(uint64_t *count, int fd, int flags,
 {
 	(*count)++;
 	return timerfd_settime(fd, flags, its, NULL) < 0 ? -errno : 0;
+}
+
+/* Sleep while *addr is val (or until a wake); the caller checks again. */
+static inline void sys_futex_wait(atomic_int *addr, int val)
+{
+	(void)syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+static inline void sys_futex_wake_one(atomic_int *addr)
+{
+	(void)syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 #endif
