@@ -125,7 +125,7 @@ static bool route_one(void *arg, const struct kevent *ev)
 	struct fsnw *w = d->w;
 	unsigned r, pushes;
 
-	close_lane(d);
+	close_lane(d); /* nothing else may touch the queue while the lane is open */
 	r = route_event(w, ev, &d->lane);
 	pushes = ROUTE_PUSHES(r);
 	if (r & ROUTE_OVERFLOW)
@@ -161,6 +161,7 @@ lane_run(struct drain *d, struct inotify_rec *rec, const unsigned char *p,
 	uint64_t taken = 0;
 	int wd = r.wd; /* the lane's key: the first record is the lane's */
 
+	assert(d->ql_open && d->lane.kw);
 	*refused = *full = false;
 	for (;;) {
 		uint32_t mask = r.mask & pass;
@@ -243,6 +244,7 @@ static bool route_buffered(struct drain *d)
 	else
 		w->be->decode(w, e->rbuf + e->rpos, len, route_one, d);
 	close_lane(d);
+	assert(!d->ql_open);
 	/* Deferred pushes name names in rbuf: they go in before it changes. */
 	queue_flush(w->q);
 	/* A decode that did not stop, or did not say where, used it all. */
@@ -408,7 +410,7 @@ void engine_settle(struct fsnw *w)
  * while someone can see it: an epoll set of fsnw_get_fd, or another reader
  * asleep in poll. A caller that reads with fsnw_read alone (or pumps) and
  * never sleeps beside another reader pays none; a reader about to sleep
- * brings the state up to date first (engine_sleep_begin), so it neither
+ * brings the state up to date first (sleep_begin), so it neither
  * misses events waiting here nor wakes for ones already read.
  */
 static void sync_ready(struct fsnw *w)
@@ -648,6 +650,7 @@ static void sleep_begin(struct fsnw *w, struct sleep *sl)
 /* The reader is awake again (lock held): the mount table signalled, or not. */
 static void sleep_end(struct fsnw *w, struct sleep *sl)
 {
+	assert(w->engine.sleepers > 0);
 	w->engine.sleepers--;
 	w->st.sys_poll += sl->polls;
 	if (sl->mounts >= 0 && (sl->p[sl->mounts].revents & (POLLPRI | POLLERR)))

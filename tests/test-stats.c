@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -354,10 +355,13 @@ static void mount_tmpfs(const char *dir, const char *name)
  * The mount table is read when it signals: a mount inside a tree wakes a
  * reader asleep in fsnw_read (its poll has the table) and is reported
  * (FSNW_OVERFLOW); a read with a timeout of 0 does not sleep, and looks at
- * the table itself; without a change, a reader's sleep costs no look.
+ * the table itself; a caller's poll of fsnw_get_fd wakes for it and takes
+ * the signal, and the read that follows looks; without a change, a
+ * reader's sleep costs no look.
  */
 START_TEST(mounts_on_readiness)
 {
+	struct pollfd pfd = { .events = POLLIN };
 	struct fsnw *w;
 	struct fsnw_stats a, b;
 	char *dir, p[PATH_MAX];
@@ -370,6 +374,7 @@ START_TEST(mounts_on_readiness)
 	w = test_open(0, 0, 0);
 	make_dir(dir, "m1");
 	make_dir(dir, "m2");
+	make_dir(dir, "m3");
 	wid = fsnw_add(w, dir, FSNW_CREATE, FSNW_WATCH_TREE);
 	ck_assert_int_gt(wid, 0);
 	collect_now(w, &evs, 64);
@@ -389,9 +394,19 @@ START_TEST(mounts_on_readiness)
 		ck_assert_int_ge(read_overflows(w, 0, &overflows), 0);
 	ck_assert_int_eq(overflows, 2);
 	ck_assert_uint_eq(stats_of(w).overflows_mount, 2);
+	pfd.fd = fsnw_get_fd(w);
+	ck_assert_int_ge(pfd.fd, 0);
+	mount_tmpfs(dir, "m3");
+	/* This poll takes the table's signal: the read that may sleep next
+	 * must look at the table itself. */
+	ck_assert_int_eq(poll(&pfd, 1, SYNC_TIMEOUT_MS), 1);
+	while (overflows < 3)
+		ck_assert_int_gt(read_overflows(w, SYNC_TIMEOUT_MS, &overflows), 0);
+	ck_assert_uint_eq(stats_of(w).overflows_mount, 3);
 	fsnw_close(w);
 	umount2(pjoin(p, dir, "m1"), MNT_DETACH);
 	umount2(pjoin(p, dir, "m2"), MNT_DETACH);
+	umount2(pjoin(p, dir, "m3"), MNT_DETACH);
 	tmpfs_private_remove(dir);
 }
 END_TEST
