@@ -225,6 +225,9 @@ struct fsnw_stats {
 	/* Since 0.3. */
 	uint64_t timing_tsc;       /* 1: latencies are timed with the TSC; 0: CLOCK_MONOTONIC
 				    * (or timing is off) */
+
+	/* Since 0.4. */
+	uint64_t syscalls;         /* every syscall counted above: the sys_* fields summed */
 };
 
 /* Copy a consistent snapshot; fills at most st->size bytes and sets st->size

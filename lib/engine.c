@@ -1,20 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 #include <assert.h>
 #include <errno.h>
-#include <poll.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/timerfd.h>
-#include <unistd.h>
 
 #include "compiler.h"
 #include "handle.h"
 #include "inotify-decode.h"
+#include "lock.h"
 #include "mem.h"
 #include "queue-lane.h"
 #include "ring.h"
 #include "route.h"
 #include "stats.h"
+#include "sys.h"
 #include "tree.h"
 
 #define READ_BUF_SIZE (64 * 1024)
@@ -39,10 +36,9 @@ int engine_open(struct fsnw *w)
 	struct engine *e = &w->engine;
 	int ret;
 
-	e->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	w->st.sys_other++;
+	e->evfd = sys_eventfd(&w->st.sys_other, 0, EFD_NONBLOCK);
 	if (e->evfd < 0)
-		return -errno;
+		return e->evfd;
 	ret = ring_open(w);
 	if (ret < 0)
 		return ret;
@@ -56,11 +52,11 @@ void engine_fini(struct fsnw *w)
 
 	ring_close(w);
 	if (e->epfd >= 0)
-		close(e->epfd);
+		sys_close(&w->st.sys_other, e->epfd);
 	if (e->evfd >= 0)
-		close(e->evfd);
+		sys_close(&w->st.sys_other, e->evfd);
 	if (e->timerfd >= 0)
-		close(e->timerfd);
+		sys_close(&w->st.sys_other, e->timerfd);
 	mem_free(e->rbuf);
 	mem_free(e->spare);
 	e->rbuf = e->spare = NULL;
@@ -82,111 +78,90 @@ static ssize_t read_group(struct fsnw *w)
 	}
 	if (e->sys_read)
 		return e->sys_read(w, e->rbuf, e->rbuf_len);
-	do {
-		n = read(w->kfd, e->rbuf, e->rbuf_len);
-		w->st.sys_read++;
-	} while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return errno == EAGAIN ? 0 : -errno;
-	return n;
+	n = sys_read(&w->st.sys_read, w->kfd, e->rbuf, e->rbuf_len);
+	return n == -EAGAIN ? 0 : n;
 }
 
 /*
- * What route_cb gets: the handle, the lane of this decode (route.h) and,
- * while that lane's events can go straight into a direct read's array, the
- * queue's lane for them (queue-lane.h).
+ * One drain's state, on the stack of its caller: what outlives a drain (the
+ * buffer and the records it still holds, readiness) is in struct engine.
  */
-struct route_run {
+struct drain {
 	struct fsnw *w;
-	struct route_lane lane;
-	struct queue_lane ql;
+	unsigned flags;          /* DRAIN_COMPLETE, DRAIN_TIMED */
+	bool direct;             /* routing into the caller's array (queue_direct_begin) */
+	bool reconcile;          /* a kernel overflow was read: check which watches live */
+	/* One pass over the buffered records (route_buffered): */
+	bool stop;               /* the decode was asked to stop ... */
+	size_t consumed;         /* ... and this much of the buffer was routed */
+	size_t room;             /* a direct read: pushes the array can still take (at most) */
+	struct route_lane lane;  /* route_event's: whose records may take the lane */
+	struct queue_lane ql;    /* the lane into the array, while open */
 	bool ql_open;
 };
 
-static void close_queue_lane(struct route_run *run)
+static void close_lane(struct drain *d)
 {
-	struct fsnw *w = run->w;
-
-	if (!run->ql_open)
+	if (!d->ql_open)
 		return;
-	queue_lane_close(w->q, &run->ql);
-	run->ql_open = false;
-	w->engine.room = queue_direct_room(w->q);
+	queue_lane_close(d->w->q, &d->ql);
+	d->ql_open = false;
+	d->room = queue_direct_room(d->w->q);
 }
 
 /*
- * Route one decoded event. In a direct read, ask the decoder to stop once
- * the caller's array could not take another record like this one: the rest
- * stays in the buffer, unrouted, instead of queueing behind the array.
- * Every push counts against the room, merges too: the room is rechecked
- * when the decoder has stopped. An event of the lane goes into the array
- * through the queue's lane while it is open, and the decoder stops when
- * the array is full.
+ * The general path: one decoded event through route_event, into the queue
+ * (or a direct read's array, through the queue). In a direct read, ask the
+ * decode to stop once the caller's array could not take another event like
+ * this one: the rest stays in the buffer, unrouted, instead of queueing
+ * behind the array. Every push counts against the room, merges too: the
+ * room is checked again when the decode has stopped. If route_event opened
+ * the lane and the array can take the records that follow, the lane into
+ * the array opens for them (inotify: route_inotify).
  */
-static inline __attribute__((always_inline)) bool route_cb(void *arg, const struct kevent *ev)
+static bool route_one(void *arg, const struct kevent *ev)
 {
-	struct route_run *run = arg;
-	struct fsnw *w = run->w;
-	struct engine *e = &w->engine;
-	unsigned pushes;
-	int lane;
+	struct drain *d = arg;
+	struct fsnw *w = d->w;
+	unsigned r, pushes;
 
-	if (run->ql_open && route_lane_is(&run->lane, ev)) {
-		uint32_t mask = ev->mask & run->lane.pass;
-
-		if (!(mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT)) ||
-		    queue_lane_push(&run->ql, mask, ev->cookie, ev->name, ev->namelen)) {
-			(*run->lane.events_read)++;
-			e->consumed = ev->end;
-			if (!queue_lane_full(&run->ql))
-				return true;
-			e->stop = true;
-			return false;
-		}
-	}
-	close_queue_lane(run);
-	lane = route_lane_take(&run->lane, w->q, ev);
-	if (lane >= 0) {
-		pushes = (unsigned)lane;
-	} else {
-		unsigned r = route_event(w, ev, &run->lane);
-
-		pushes = ROUTE_PUSHES(r);
-		if (r & ROUTE_OVERFLOW)
-			e->reconcile = true;
-	}
-	e->consumed = ev->end;
-	if (!e->direct || e->complete)
+	close_lane(d); /* nothing else may touch the queue while the lane is open */
+	r = route_event(w, ev, &d->lane);
+	pushes = ROUTE_PUSHES(r);
+	if (r & ROUTE_OVERFLOW)
+		d->reconcile = true;
+	d->consumed = ev->end;
+	if (!d->direct || (d->flags & DRAIN_COMPLETE))
 		return true;
-	e->room = pushes < e->room ? e->room - pushes : 0;
-	if (e->room && e->room >= pushes) {
-		if (run->lane.kw)
-			run->ql_open = queue_lane_open(w->q, run->lane.owner, run->lane.path,
-						       &run->ql);
+	d->room = pushes < d->room ? d->room - pushes : 0;
+	if (d->room && d->room >= pushes) {
+		if (d->lane.kw && w->be->inotify_records)
+			d->ql_open = queue_lane_open(w->q, d->lane.owner, d->lane.path, &d->ql);
 		return true;
 	}
-	e->stop = true;
+	d->stop = true;
 	return false;
 }
 
 /*
- * While the queue's lane is open, the records of its kernel watch that follow
- * rec (the first of them) go into the array here, parsed one after the other,
- * until one is another's or refused. Returns where it stopped: at the first
- * record not taken (*refused if the lane would not take it), or past the
- * last taken; *full if the array is. Out of line, so the loop has the
- * registers to itself, its state in locals.
+ * The fast path: while the lane is open, the records of its kernel watch
+ * that follow rec (the first of them) go into the array here, parsed one
+ * after the other, until one is another's or refused. Returns where it
+ * stopped: at the first record not taken (*refused if the lane would not
+ * take it), or past the last taken; *full if the array is. Out of line, so
+ * the loop has the registers to itself, its state in locals.
  */
 static __attribute__((noinline)) const unsigned char *
-lane_run(struct route_run *run, struct inotify_rec *rec, const unsigned char *p,
+lane_run(struct drain *d, struct inotify_rec *rec, const unsigned char *p,
 	 const unsigned char *end, bool *refused, bool *full)
 {
-	struct queue_lane ql = run->ql;
+	struct queue_lane ql = d->ql;
 	struct inotify_rec r = *rec;
-	uint32_t pass = run->lane.pass;
+	uint32_t pass = d->lane.pass;
 	uint64_t taken = 0;
 	int wd = r.wd; /* the lane's key: the first record is the lane's */
 
+	assert(d->ql_open && d->lane.kw);
 	*refused = *full = false;
 	for (;;) {
 		uint32_t mask = r.mask & pass;
@@ -207,73 +182,74 @@ lane_run(struct route_run *run, struct inotify_rec *rec, const unsigned char *p,
 			break;
 	}
 	*rec = r;
-	run->ql = ql;
-	*run->lane.events_read += taken;
+	d->ql = ql;
+	d->w->st.events_read += taken;
 	return p;
 }
 
 /*
- * The records of an inotify read: runs of the lane's through lane_run, each
- * other one decoded into an event for route_cb, which may open the lane.
+ * The records of an inotify read: runs of the lane's watch through
+ * lane_run, every other record through route_one, which may open the lane.
  */
-static void route_inotify(struct route_run *run, const unsigned char *buf, size_t len)
+static void route_inotify(struct drain *d, const unsigned char *buf, size_t len)
 {
-	struct engine *e = &run->w->engine;
 	const unsigned char *p = buf, *end = buf + len;
 	struct inotify_rec rec;
 	struct kevent ev;
 
 	while (inotify_rec_parse(p, end, &rec)) {
-		if (run->ql_open && !(rec.mask & (FSNW_IGNORED | FSNW_OVERFLOW)) &&
-		    kwatch_key_is(run->lane.kw, (const unsigned char *)&rec.wd, sizeof(rec.wd))) {
+		if (d->ql_open && !(rec.mask & (FSNW_IGNORED | FSNW_OVERFLOW)) &&
+		    kwatch_key_is(d->lane.kw, (const unsigned char *)&rec.wd, sizeof(rec.wd))) {
 			bool refused, full;
 
-			p = lane_run(run, &rec, p, end, &refused, &full);
-			e->consumed = (size_t)(p - buf);
+			p = lane_run(d, &rec, p, end, &refused, &full);
+			d->consumed = (size_t)(p - buf);
 			if (full) {
-				e->stop = true;
+				d->stop = true;
 				return;
 			}
 			if (!refused)
 				continue;
-			/* route_cb closes the lane and pushes it the usual way. */
+			/* route_one closes the lane and routes it the usual way. */
 		}
 		inotify_rec_event(&rec, buf, &ev);
-		if (!route_cb(run, &ev))
+		if (!route_one(d, &ev))
 			return;
 		p = rec.next;
 	}
 }
 
 /* Route the buffered records; false if some stay for later. */
-static bool route_buffered(struct fsnw *w)
+static bool route_buffered(struct drain *d)
 {
+	struct fsnw *w = d->w;
 	struct engine *e = &w->engine;
-	struct route_run run = { .w = w };
 	size_t len = e->rlen - e->rpos;
 
-	e->stop = false;
-	e->consumed = 0;
-	e->room = 0;
-	if (e->direct) {
+	d->stop = false;
+	d->consumed = 0;
+	d->room = 0;
+	d->lane.kw = NULL; /* a lane lives within one decode */
+	if (d->direct) {
 		/* One buffer's names are lent at a time: the first one routed. */
 		bool lend = e->spare && (!e->lent || e->lent == e->rbuf);
 
 		if (lend)
 			e->lent = e->rbuf;
 		queue_direct_lend(w->q, lend);
-		e->room = queue_direct_room(w->q);
+		d->room = queue_direct_room(w->q);
 	}
 	if (w->be->inotify_records)
-		route_inotify(&run, e->rbuf + e->rpos, len);
+		route_inotify(d, e->rbuf + e->rpos, len);
 	else
-		w->be->decode(w, e->rbuf + e->rpos, len, route_cb, &run);
-	close_queue_lane(&run);
+		w->be->decode(w, e->rbuf + e->rpos, len, route_one, d);
+	close_lane(d);
+	assert(!d->ql_open);
 	/* Deferred pushes name names in rbuf: they go in before it changes. */
 	queue_flush(w->q);
-	/* A decoder that did not stop, or did not say where, used it all. */
-	if (e->stop && e->consumed && e->consumed < len) {
-		e->rpos += e->consumed;
+	/* A decode that did not stop, or did not say where, used it all. */
+	if (d->stop && d->consumed && d->consumed < len) {
+		e->rpos += d->consumed;
 		return false;
 	}
 	e->rpos = e->rlen = 0;
@@ -281,19 +257,21 @@ static bool route_buffered(struct fsnw *w)
 }
 
 /* One read into the buffer: bytes, 0 when the kernel queue was empty, -errno. */
-static ssize_t fill(struct fsnw *w, unsigned flags)
+static ssize_t fill(struct drain *d)
 {
+	struct fsnw *w = d->w;
 	struct engine *e = &w->engine;
-	uint64_t t0 = (flags & DRAIN_TIMED) ? stats_start(w) : 0;
+	uint64_t t0 = (d->flags & DRAIN_TIMED) ? stats_start(w) : 0;
 	ssize_t n = read_group(w);
 
 	stats_end(w, LAT_KERNEL_READ, t0);
+	/* A read shorter than the buffer by a whole record emptied the queue. */
+	e->more = n > 0 && (size_t)n + w->be->max_record > e->rbuf_len;
+	e->kernel_empty = n >= 0 && !e->more;
 	if (n <= 0)
 		return n;
 	e->rpos = 0;
 	e->rlen = (size_t)n;
-	/* A read shorter than the buffer by a whole record emptied the queue. */
-	e->more = (size_t)n + w->be->max_record > e->rbuf_len;
 	return n;
 }
 
@@ -302,29 +280,30 @@ static ssize_t fill(struct fsnw *w, unsigned flags)
  * short (the kernel queue was emptied: *emptied) or, without
  * DRAIN_COMPLETE, DRAIN_READS_MAX reads, or a direct read's array is full.
  */
-static int read_loop(struct fsnw *w, unsigned flags, bool *emptied)
+static int read_loop(struct drain *d, bool *emptied)
 {
+	struct fsnw *w = d->w;
 	struct engine *e = &w->engine;
+	bool complete = d->flags & DRAIN_COMPLETE;
 	int reads = 0;
 	ssize_t n;
 
 	*emptied = false;
-	e->complete = flags & DRAIN_COMPLETE;
 	for (;;) {
 		/* A direct read stops when the array is full, or may be: merges
 		 * can leave room, so then it goes on. */
-		while (e->rpos < e->rlen && !route_buffered(w))
+		while (e->rpos < e->rlen && !route_buffered(d))
 			if (!queue_direct_room(w->q))
 				return reads;
 		if (reads && !e->more) {
 			*emptied = true;
 			return reads;
 		}
-		if (!e->complete && reads >= DRAIN_READS_MAX)
+		if (!complete && reads >= DRAIN_READS_MAX)
 			return reads;
-		if (e->direct && !e->complete && !queue_direct_room(w->q))
+		if (d->direct && !complete && !queue_direct_room(w->q))
 			break;
-		n = fill(w, flags);
+		n = fill(d);
 		if (n <= 0) {
 			*emptied = n == 0;
 			return n < 0 ? (int)n : reads;
@@ -338,7 +317,7 @@ static int read_loop(struct fsnw *w, unsigned flags, bool *emptied)
 	 * again (a syscall each).
 	 */
 	if (e->more) {
-		n = fill(w, flags);
+		n = fill(d);
 		if (n < 0)
 			return (int)n;
 		*emptied = n == 0;
@@ -347,8 +326,10 @@ static int read_loop(struct fsnw *w, unsigned flags, bool *emptied)
 	return reads;
 }
 
-int engine_drain(struct fsnw *w, unsigned flags)
+/* engine_drain, for a drain set up by its caller (a direct read's, or not). */
+static int drain_run(struct drain *d)
 {
+	struct fsnw *w = d->w;
 	struct engine *e = &w->engine;
 	bool emptied, more, retry = true;
 	int reads = 0, ret;
@@ -357,11 +338,11 @@ int engine_drain(struct fsnw *w, unsigned flags)
 	assert(!e->draining);
 	e->draining = true;
 	for (;;) {
-		ret = read_loop(w, flags, &emptied);
+		ret = read_loop(d, &emptied);
 		if (ret >= 0)
 			reads += ret;
-		if (e->reconcile) {
-			e->reconcile = false;
+		if (d->reconcile) {
+			d->reconcile = false;
 			route_reconcile(w);
 		}
 		if (ret < 0)
@@ -371,7 +352,7 @@ int engine_drain(struct fsnw *w, unsigned flags)
 			 * for the next read. */
 			if (!trees_busy(&w->trees) && !w->kwatches.npending)
 				break;
-			flags |= DRAIN_COMPLETE;
+			d->flags |= DRAIN_COMPLETE;
 			continue;
 		}
 		kwatch_queue_emptied(&w->kwatches);
@@ -383,11 +364,18 @@ int engine_drain(struct fsnw *w, unsigned flags)
 			break;
 		/* The walks made events (and maybe pending links) of their own. */
 		retry = false;
-		flags |= DRAIN_COMPLETE;
+		d->flags |= DRAIN_COMPLETE;
 	}
 	e->draining = false;
 	PROBE2(read, reads, queue_depth(w->q));
 	return ret < 0 ? ret : reads;
+}
+
+int engine_drain(struct fsnw *w, unsigned flags)
+{
+	struct drain d = { .w = w, .flags = flags };
+
+	return drain_run(&d);
 }
 
 /* A failed read leaves links pending; the next drain settles them, and
@@ -422,7 +410,7 @@ void engine_settle(struct fsnw *w)
  * while someone can see it: an epoll set of fsnw_get_fd, or another reader
  * asleep in poll. A caller that reads with fsnw_read alone (or pumps) and
  * never sleeps beside another reader pays none; a reader about to sleep
- * brings the state up to date first (engine_sleep_begin), so it neither
+ * brings the state up to date first (sleep_begin), so it neither
  * misses events waiting here nor wakes for ones already read.
  */
 static void sync_ready(struct fsnw *w)
@@ -437,22 +425,20 @@ static void sync_ready(struct fsnw *w)
 	if (want == e->ev_ready)
 		return;
 	if (want) {
-		if (write(e->evfd, &v, sizeof(v)) == sizeof(v))
+		if (sys_write(&w->st.sys_eventfd, e->evfd, &v, sizeof(v)) == sizeof(v))
 			e->ev_ready = true;
 	} else {
-		if (read(e->evfd, &v, sizeof(v)) == sizeof(v) || errno == EAGAIN)
+		ssize_t n = sys_read(&w->st.sys_eventfd, e->evfd, &v, sizeof(v));
+
+		if (n == sizeof(v) || n == -EAGAIN)
 			e->ev_ready = false;
 	}
-	w->st.sys_eventfd++;
 }
 
 /* Add fd to the epoll set of fsnw_get_fd; false if it could not be. */
 static bool epoll_join(struct fsnw *w, int fd, uint32_t events)
 {
-	struct epoll_event ev = { .events = events };
-
-	w->st.sys_other++;
-	return epoll_ctl(w->engine.epfd, EPOLL_CTL_ADD, fd, &ev) == 0;
+	return sys_epoll_add(&w->st.sys_other, w->engine.epfd, fd, events) == 0;
 }
 
 /*
@@ -470,17 +456,17 @@ FSNW_COLD static void sync_timer(struct fsnw *w)
 	if (due == e->timer_due && (!due || stats_now_ns() < due))
 		return;
 	if (due && e->timerfd < 0) {
-		e->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		w->st.sys_other++;
-		if (e->timerfd < 0)
+		e->timerfd = sys_timerfd(&w->st.sys_other, CLOCK_MONOTONIC, TFD_NONBLOCK);
+		if (e->timerfd < 0) {
+			e->timerfd = -1;
 			return; /* retries then wait for the reads the caller makes */
+		}
 	}
 	if (e->timerfd < 0)
 		return;
 	its.it_value.tv_sec = (time_t)(due / 1000000000u);
 	its.it_value.tv_nsec = (long)(due % 1000000000u);
-	w->st.sys_other++;
-	if (timerfd_settime(e->timerfd, due ? TFD_TIMER_ABSTIME : 0, &its, NULL) == 0)
+	if (sys_timerfd_set(&w->st.sys_other, e->timerfd, due ? TFD_TIMER_ABSTIME : 0, &its) == 0)
 		e->timer_due = due;
 }
 
@@ -512,37 +498,92 @@ static void sync_wakers(struct fsnw *w)
 		sync_epoll(w);
 }
 
-size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *err,
-		      bool *woken)
+/*
+ * Whether the mount table is looked at before this pass reads. A reader
+ * about to sleep in engine_read's poll has the mount fd in its set, and
+ * the poll says when it signals (mounts_due): nothing to do until then.
+ * But a poll of the mount table takes its signal for whoever polled, and
+ * a caller's epoll set that holds the fd of fsnw_get_fd polls it on its
+ * own; and a call that does not sleep polls nothing. Those look (a poll of
+ * the trees' own check fd, trees_check_mounts) after each read that found
+ * the kernel queue empty: mount changes then wait at most until the reader
+ * has caught up with the kernel queue, as the trees' other work does.
+ */
+static bool mounts_look(const struct fsnw *w, bool may_sleep)
+{
+	const struct engine *e = &w->engine;
+
+	if (trees_mount_fd(&w->trees) < 0)
+		return false;
+	return e->mounts_due || (e->kernel_empty && (!may_sleep || e->epfd >= 0));
+}
+
+/*
+ * Whether a pass that may sleep next can go to sleep without reading: the
+ * last read found the kernel queue empty, nothing waits here, and nothing
+ * needs a drain (trees' work, pending links, retries). The poll then tells
+ * whether the kernel queued anything since, as raw inotify readers do: a
+ * read that would find nothing costs no syscall.
+ */
+static bool read_can_wait(const struct fsnw *w)
+{
+	const struct engine *e = &w->engine;
+
+	return e->kernel_empty && e->rpos >= e->rlen && !e->wake && !queue_depth(w->q) &&
+	       !w->kwatches.npending && !trees_busy(&w->trees) && !trees_retry_due(&w->trees);
+}
+
+/* What one pass of engine_read returns. */
+struct pass {
+	size_t n;     /* events in evs */
+	int err;      /* a read error */
+	bool woken;   /* fsnw_wake asked this read to return */
+};
+
+/*
+ * fsnw_read's step under the lock: release what the last read lent, follow
+ * mount changes, drain (bounded), and pop up to max events. When nothing
+ * waits in the queue the drain routes straight into evs (a direct read) and
+ * stops reading once they are full. may_sleep: the caller sleeps if this
+ * finds nothing; woke: it has just slept (read what woke it).
+ */
+static struct pass collect(struct fsnw *w, struct fsnw_event *evs, size_t max, bool may_sleep,
+			   bool woke)
 {
 	struct engine *e = &w->engine;
-	size_t n = 0, reap_from = 0;
-	int ret;
+	struct drain d = { .w = w, .flags = DRAIN_TIMED };
+	struct pass ps = { 0 };
+	size_t reap_from = 0;
+	int ret = 0;
 
 	queue_release_delivered(w->q);
-	trees_check_mounts(w);
+	if (unlikely(mounts_look(w, may_sleep))) {
+		e->mounts_due = false;
+		trees_check_mounts(w);
+	}
 	e->lent = NULL;
 	/* Names straight from rbuf need a spare buffer for reads meanwhile;
 	 * without one the queue copies them. */
 	if (!e->spare)
 		e->spare = mem_alloc(e->rbuf_len);
-	e->direct = queue_direct_begin(w->q, evs, max);
-	ret = engine_drain(w, DRAIN_TIMED);
-	if (e->direct) {
-		e->direct = false;
-		n = queue_direct_end(w->q);
-		/* Only an FSNW_IGNORED releases a watch: skip an array without one. */
-		if (!queue_direct_ignored(w->q))
-			reap_from = n;
+	if (!may_sleep || woke || !read_can_wait(w)) {
+		d.direct = queue_direct_begin(w->q, evs, max);
+		ret = drain_run(&d);
+		if (d.direct) {
+			ps.n = queue_direct_end(w->q);
+			/* Only an FSNW_IGNORED releases a watch: skip an array without one. */
+			if (!queue_direct_ignored(w->q))
+				reap_from = ps.n;
+		}
 	}
-	n += queue_pop(w->q, evs + n, max - n);
-	watches_reap(w, evs + reap_from, n - reap_from);
+	ps.n += queue_pop(w->q, evs + ps.n, max - ps.n);
+	watches_reap(w, evs + reap_from, ps.n - reap_from);
 	kwatch_flush(w); /* a oneshot or dropped watch may have doomed a mark */
-	*woken = e->wake;
+	ps.woken = e->wake;
 	e->wake = false;
 	sync_wakers(w);
-	*err = ret < 0 ? ret : 0;
-	return n;
+	ps.err = ret < 0 ? ret : 0;
+	return ps;
 }
 
 void engine_end_call(struct fsnw *w)
@@ -563,41 +604,118 @@ int engine_wake(struct fsnw *w)
 	/* The eventfd wakes a reader asleep in poll or in an epoll set, and
 	 * stays readable until a read has returned. */
 	if (!e->ev_ready) {
-		w->st.sys_eventfd++;
-		if (write(e->evfd, &v, sizeof(v)) != sizeof(v))
-			return -errno;
+		ssize_t n = sys_write(&w->st.sys_eventfd, e->evfd, &v, sizeof(v));
+
+		if (n < 0)
+			return (int)n;
 		e->ev_ready = true;
 	}
 	e->wake = true;
 	return 0;
 }
 
-void engine_sleep_begin(struct fsnw *w, struct engine_sleep *sl)
+/* What a reader sleeps on: taken under the lock, used without it. */
+struct sleep {
+	struct pollfd p[4];
+	unsigned n;
+	int mounts;      /* the index of the mount table fd in p, or -1 */
+	uint64_t polls;  /* sys_poll's count, added to the stats under the lock */
+};
+
+/*
+ * A reader is about to sleep (lock held): it counts as one who sees the
+ * eventfd from now on, whose readiness is brought up to date, and sl gets
+ * the group fd, the eventfd, the trees' retry timer and mount table.
+ */
+static void sleep_begin(struct fsnw *w, struct sleep *sl)
 {
+	struct engine *e = &w->engine;
 	int mfd = trees_mount_fd(&w->trees);
 
-	w->engine.sleepers++;
+	e->sleepers++;
 	sync_ready(w);
-
 	sl->n = 0;
+	sl->mounts = -1;
+	sl->polls = 0;
 	sl->p[sl->n++] = (struct pollfd){ .fd = w->kfd, .events = POLLIN };
-	sl->p[sl->n++] = (struct pollfd){ .fd = w->engine.evfd, .events = POLLIN };
-	if (w->engine.timerfd >= 0)
-		sl->p[sl->n++] = (struct pollfd){ .fd = w->engine.timerfd, .events = POLLIN };
-	if (mfd >= 0)
+	sl->p[sl->n++] = (struct pollfd){ .fd = e->evfd, .events = POLLIN };
+	if (e->timerfd >= 0)
+		sl->p[sl->n++] = (struct pollfd){ .fd = e->timerfd, .events = POLLIN };
+	if (mfd >= 0) {
+		sl->mounts = (int)sl->n;
 		sl->p[sl->n++] = (struct pollfd){ .fd = mfd, .events = POLLPRI };
+	}
 }
 
-int engine_wait(struct engine_sleep *sl, int timeout_ms)
+/* The reader is awake again (lock held): the mount table signalled, or not. */
+static void sleep_end(struct fsnw *w, struct sleep *sl)
 {
-	int ret = poll(sl->p, sl->n, timeout_ms);
-
-	return ret < 0 ? -errno : ret;
-}
-
-void engine_sleep_end(struct fsnw *w)
-{
+	assert(w->engine.sleepers > 0);
 	w->engine.sleepers--;
+	w->st.sys_poll += sl->polls;
+	if (sl->mounts >= 0 && (sl->p[sl->mounts].revents & (POLLPRI | POLLERR)))
+		w->engine.mounts_due = true;
+}
+
+/* How long a read may still sleep: -1 for ever, 0 not at all, else ms. */
+static int sleep_left(int timeout_ms, uint64_t deadline)
+{
+	uint64_t now;
+
+	if (timeout_ms <= 0)
+		return timeout_ms < 0 ? -1 : 0;
+	now = stats_now_ns();
+	if (now >= deadline)
+		return 0;
+	return (int)((deadline - now + 999999u) / 1000000u);
+}
+
+int engine_read(struct fsnw *w, struct fsnw_event *evs, size_t max, int timeout_ms)
+{
+	bool nonblock = w->open_flags & FSNW_OPEN_NONBLOCK, slept = false;
+	uint64_t deadline = 0;
+	struct sleep sl;
+
+	if (timeout_ms > 0)
+		deadline = stats_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	for (;;) {
+		struct pass ps;
+		int left, ret;
+
+		lock_take(&w->lock);
+		if (slept)
+			sleep_end(w, &sl);
+		left = nonblock ? 0 : sleep_left(timeout_ms, deadline);
+		ps = collect(w, evs, max, left != 0, slept);
+		/* left, from before the pass, may be a few microseconds long: a
+		 * pass that went to sleep without reading must sleep at least
+		 * once, and the kernel's timeout is rounded up to ms anyway. */
+		if (!ps.n && !ps.err && !ps.woken && left)
+			sleep_begin(w, &sl);
+		else
+			left = 0;
+		lock_give(&w->lock);
+		if (ps.n)
+			return (int)ps.n;
+		if (ps.err < 0)
+			return ps.err;
+		if (ps.woken)
+			return 0;
+		if (nonblock)
+			return -EAGAIN;
+		if (!left)
+			return 0;
+		ret = sys_poll(&sl.polls, sl.p, sl.n, left);
+		slept = true;
+		/* A poll that timed out saw nothing ready, the mount table
+		 * included: no read would find anything. */
+		if (ret <= 0) {
+			lock_take(&w->lock);
+			sleep_end(w, &sl);
+			lock_give(&w->lock);
+			return ret;
+		}
+	}
 }
 
 /*
@@ -609,21 +727,18 @@ void engine_sleep_end(struct fsnw *w)
 int engine_get_fd(struct fsnw *w)
 {
 	struct engine *e = &w->engine;
-	struct epoll_event ev = { .events = EPOLLIN };
-	int fd;
+	int fd, err;
 
 	if (e->epfd >= 0)
 		return e->epfd;
-	fd = epoll_create1(EPOLL_CLOEXEC);
-	w->st.sys_other++;
+	fd = sys_epoll_create(&w->st.sys_other);
 	if (fd < 0)
-		return -errno;
-	w->st.sys_other += 2;
-	if (epoll_ctl(fd, EPOLL_CTL_ADD, w->kfd, &ev) < 0 ||
-	    epoll_ctl(fd, EPOLL_CTL_ADD, e->evfd, &ev) < 0) {
-		int err = -errno;
-
-		close(fd);
+		return fd;
+	err = sys_epoll_add(&w->st.sys_other, fd, w->kfd, EPOLLIN);
+	if (err == 0)
+		err = sys_epoll_add(&w->st.sys_other, fd, e->evfd, EPOLLIN);
+	if (err < 0) {
+		sys_close(&w->st.sys_other, fd);
 		return err;
 	}
 	e->epfd = fd;

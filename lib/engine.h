@@ -5,7 +5,7 @@
  * it reconcile the table, the settling of pending links, the tree work
  * that follows a drain, and readiness (the eventfd that is readable while
  * events wait in the queue, and the epoll fd fsnw_get_fd returns). Every
- * function runs with the handle's lock held except engine_wait.
+ * function runs with the handle's lock held except engine_read.
  *
  *   read(2) -> backend decode -> route_event -> kwatch / watches / tree / queue
  */
@@ -14,13 +14,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <poll.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 struct fsnw;
 struct fsnw_event;
 
+/* What outlives one drain; a drain's own state is on its stack (engine.c). */
 struct engine {
 	unsigned char *rbuf;   /* kernel read buffer */
 	size_t rbuf_len;
@@ -33,14 +33,10 @@ struct engine {
 	 * when the caller's array is full and leaves the rest for the next read
 	 * (or drain), as if still in the kernel queue. */
 	size_t rpos, rlen;
-	bool direct;           /* routing into the caller's array (queue_direct_begin) */
-	bool complete;         /* this drain reads the kernel queue empty: never stop early */
-	bool stop;             /* route_cb asked the decoder to stop ... */
-	size_t consumed;       /* ... and this much of the decoded buffer was routed */
-	size_t room;           /* a direct read: pushes the array can still take (at most) */
 	bool more;             /* the last read filled the buffer: the kernel may hold more */
+	bool kernel_empty;     /* the last read came back short: the kernel queue was empty */
 	bool draining;         /* a drain runs; nothing below the engine starts one */
-	bool reconcile;        /* a kernel overflow was read: check which watches live */
+	bool mounts_due;       /* a reader's poll saw the trees' mount table signal */
 	/* eventfd: readable while events wait in the queue, kept so only while
 	 * someone can see it (epfd exists, or a reader sleeps: sleepers). */
 	int evfd;
@@ -82,36 +78,22 @@ int engine_drain(struct fsnw *w, unsigned flags);
 void engine_settle(struct fsnw *w);
 
 /*
- * fsnw_read's step under the lock: release what the last read lent, follow
- * mount changes, drain (bounded), and pop up to max events. When nothing
- * waits in the queue the drain routes straight into evs (a direct read) and
- * stops reading once they are full. *err gets a read error, if any; *woken
- * whether fsnw_wake asked this read to return.
+ * fsnw_read (arguments checked): takes the lock itself and drops it to
+ * sleep. Each pass releases what the last read lent, follows mount
+ * changes, drains (bounded) and pops up to max events; when nothing waits
+ * in the queue the drain routes straight into evs (a direct read) and
+ * stops reading once they are full. A pass that finds nothing sleeps in
+ * poll(2) on the group fd, the eventfd, the trees' retry timer and mount
+ * table, unless timeout_ms or FSNW_OPEN_NONBLOCK says not to. The events,
+ * 0 (timeout, fsnw_wake) or -errno.
  */
-size_t engine_collect(struct fsnw *w, struct fsnw_event *evs, size_t max, int *err,
-		      bool *woken);
+int engine_read(struct fsnw *w, struct fsnw_event *evs, size_t max, int timeout_ms);
 
 /* fsnw_wake: make the sleeping (or next) fsnw_read return; -errno. */
 int engine_wake(struct fsnw *w);
 
 /* End of a locked entry point: keep the kernel queue and readiness in order. */
 void engine_end_call(struct fsnw *w);
-
-/* What a reader sleeps on: taken under the lock, used without it. */
-struct engine_sleep {
-	struct pollfd p[4];
-	unsigned n;
-};
-/*
- * A reader is about to sleep (lock held): it counts as one who sees the
- * eventfd from now on, whose readiness is brought up to date, and sl gets
- * the group fd, the eventfd, the trees' retry timer and mount table.
- */
-void engine_sleep_begin(struct fsnw *w, struct engine_sleep *sl);
-/* Sleep until one of them is ready (lock NOT held); -errno. */
-int engine_wait(struct engine_sleep *sl, int timeout_ms);
-/* The reader is awake again (lock held). */
-void engine_sleep_end(struct fsnw *w);
 
 /* The fd fsnw_get_fd returns, made on the first call; -errno. */
 int engine_get_fd(struct fsnw *w);

@@ -84,7 +84,6 @@ struct fsnw *handle_alloc(const struct fsnw_options *o)
 	w->open_flags = o->flags;
 	w->st.size = sizeof(w->st);
 	w->lock = (struct lock)LOCK_INIT;
-	w->lat[0] = &w->lat0;
 	watches_init(&w->watches);
 	kwatch_table_init(&w->kwatches, o->idle_watches);
 	trees_init(&w->trees, o->tree_cache);
@@ -144,7 +143,6 @@ FSNW_EXPORT void fsnw_close(struct fsnw *w)
 		close(w->kfd);
 	}
 	engine_fini(w);
-	stats_fini(w);
 	mem_free(w);
 }
 
@@ -200,69 +198,14 @@ FSNW_EXPORT int fsnw_remove(struct fsnw *w, int wid)
 	return ret;
 }
 
-/* How long a read may still sleep: -1 for ever, 0 not at all, else ms. */
-static int sleep_left(int timeout_ms, uint64_t deadline)
-{
-	uint64_t now;
-
-	if (timeout_ms <= 0)
-		return timeout_ms < 0 ? -1 : 0;
-	now = stats_now_ns();
-	if (now >= deadline)
-		return 0;
-	return (int)((deadline - now + 999999u) / 1000000u);
-}
-
 FSNW_EXPORT int fsnw_read(struct fsnw *w, struct fsnw_event *evs, size_t max, int timeout_ms)
 {
-	uint64_t deadline = 0;
-	bool asleep = false;
-
 	if (!w || !evs || !max)
 		return -EINVAL;
 	if (max > INT_MAX)
 		max = INT_MAX;
-	if (timeout_ms > 0)
-		deadline = stats_now_ns() + (uint64_t)timeout_ms * 1000000u;
-	for (;;) {
-		struct engine_sleep sleep;
-		size_t n;
-		int err, ret, left = 0;
-		bool woken;
-
-		lock(w);
-		if (asleep) {
-			w->st.sys_poll++;
-			engine_sleep_end(w);
-			asleep = false;
-		}
-		n = engine_collect(w, evs, max, &err, &woken);
-		if (!n && !err && !woken && !(w->open_flags & FSNW_OPEN_NONBLOCK))
-			left = sleep_left(timeout_ms, deadline);
-		if (left) {
-			engine_sleep_begin(w, &sleep);
-			asleep = true;
-		}
-		unlock(w);
-		if (n)
-			return (int)n;
-		if (err < 0)
-			return err;
-		if (woken)
-			return 0;
-		if (w->open_flags & FSNW_OPEN_NONBLOCK)
-			return -EAGAIN;
-		if (!asleep)
-			return 0;
-		ret = engine_wait(&sleep, left);
-		if (ret < 0) {
-			lock(w);
-			w->st.sys_poll++;
-			engine_sleep_end(w);
-			unlock(w);
-			return ret;
-		}
-	}
+	/* The engine takes the lock: it drops it to sleep. */
+	return engine_read(w, evs, max, timeout_ms);
 }
 
 FSNW_EXPORT int fsnw_wake(struct fsnw *w)
@@ -290,8 +233,6 @@ FSNW_EXPORT int fsnw_reserve(struct fsnw *w, size_t n)
 	ret = watches_reserve(&w->watches, n);
 	if (ret == 0)
 		ret = kwatch_reserve(&w->kwatches, n, w->be->key_len);
-	if (ret == 0)
-		ret = stats_lat_ready(w);
 	unlock(w);
 	return ret;
 }

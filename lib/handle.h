@@ -31,19 +31,8 @@
 #include "tree.h"
 #include "watches.h"
 
-/*
- * The latency histograms of struct fsnw_stats, one set per thread slot: two
- * threads timing calls on one handle write cache lines of their own instead
- * of taking turns with one set's. Sized to whole cache lines; slot 0's is
- * inside the handle, the others are allocated on a thread's first timed
- * call (stats.h: stats_lat).
- */
+/* The latency histograms of struct fsnw_stats (stats.h: stats_lat). */
 enum lat_kind { LAT_ADD, LAT_REMOVE, LAT_KERNEL_MARK, LAT_KERNEL_UNMARK, LAT_KERNEL_READ, LAT_KINDS };
-#define LAT_SHARDS 8
-struct lat_shard {
-	struct fsnw_histogram h[LAT_KINDS];
-	char pad[64 - LAT_KINDS * sizeof(struct fsnw_histogram) % 64];
-};
 
 /*
  * The clock of the latency histograms (stats.c): TSC ticks at a ratio
@@ -71,8 +60,7 @@ struct fsnw {
 	struct queue *q;
 	struct fsnw_stats st;   /* counters; queue figures are folded in at snapshot */
 	struct stats_clock clock;
-	struct lat_shard *lat[LAT_SHARDS]; /* by thread slot; [0] is lat0 */
-	struct lat_shard lat0;
+	struct fsnw_histogram lat[LAT_KINDS];
 };
 
 /*

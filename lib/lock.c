@@ -1,12 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include "lock.h"
+#include "sys.h"
 
 /* Tries while spinning: about as long as the longest stretch the lock
- * guards (a few hundred nanoseconds), as glibc's adaptive mutex spins. */
+ * guards, as glibc's adaptive mutex spins. */
 #define SPINS 100
 
 static void cpu_relax(void)
@@ -34,10 +31,10 @@ void lock_wait(struct lock *l)
 	 * may sleep still. */
 	while (atomic_exchange_explicit(&l->state, LOCK_WAITERS, memory_order_acquire) !=
 	       LOCK_FREE)
-		syscall(SYS_futex, &l->state, FUTEX_WAIT_PRIVATE, LOCK_WAITERS, NULL, NULL, 0);
+		sys_futex_wait(&l->state, LOCK_WAITERS);
 }
 
 void lock_wake(struct lock *l)
 {
-	syscall(SYS_futex, &l->state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	sys_futex_wake_one(&l->state);
 }

@@ -7,9 +7,10 @@
  * syscall, and every public call takes it once or twice (an add that marks
  * drops and retakes it around the mark), so the lock's own cost is a share
  * of every call: this one costs one atomic a lock or unlock when nobody
- * waits, where glibc's adaptive mutex runs several dozen instructions. A
- * waiter spins first: a futex sleep and wake cost more than the stretch it
- * waits for. TSan understands it through its acquire and release atomics.
+ * waits. A waiter spins first: a futex sleep and wake cost more than the
+ * stretch it waits for. It is kept for threads that share a handle, where
+ * glibc's default mutex, which sleeps at once, makes each add wait for a
+ * wake. TSan understands it through its acquire and release atomics.
  */
 #ifndef FSNW_LOCK_H
 #define FSNW_LOCK_H

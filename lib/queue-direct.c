@@ -184,39 +184,6 @@ void queue_lane_close(struct queue *q, struct queue_lane *ln)
 	ln->merged = 0;
 }
 
-/*
- * A direct read's deferred pushes, in order: each run of one owner and path
- * through a lane (the direct index is small and in cache: nothing to
- * prefetch), what a lane refuses through queue_push_one.
- */
-void qdirect_flush(struct queue *q, uint32_t n)
-{
-	unsigned flags = q->d.lend_names ? PUSH_LENT_NAME : 0;
-	struct queue_lane ln;
-	bool open = false;
-
-	for (uint32_t i = 0; i < n; i++) {
-		const struct queue_pend *p = &q->deferred.p[i];
-
-		if (open && (ln.owner != p->owner || ln.path != p->path)) {
-			queue_lane_close(q, &ln);
-			open = false;
-		}
-		/* The batch is off the queue already: opening flushes nothing. */
-		if (!open)
-			open = queue_lane_open(q, p->owner, p->path, &ln);
-		if (open && queue_lane_push(&ln, p->mask, p->cookie, p->name, p->namelen))
-			continue;
-		if (open) {
-			queue_lane_close(q, &ln);
-			open = false;
-		}
-		(void)queue_push_one(q, p, flags, false);
-	}
-	if (open)
-		queue_lane_close(q, &ln);
-}
-
 /* ---- a read ---- */
 
 bool queue_direct_begin(struct queue *q, struct fsnw_event *evs, size_t max)

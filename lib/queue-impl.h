@@ -279,8 +279,6 @@ enum queue_result queue_push_one(struct queue *q, const struct queue_pend *p, un
 /* A new entry in the array; -1 (nothing changed) if its name cannot be copied. */
 int qdirect_add(struct queue *q, const struct queue_pend *p, uint8_t f, uint32_t hash,
 		uint32_t dpos, uint32_t dnewest, unsigned flags);
-/* The deferred pushes of a direct read (queue_flush's, which took them off). */
-void qdirect_flush(struct queue *q, uint32_t n);
 size_t qdirect_purge(struct queue *q, struct qowner *owner);
 void qdirect_release(struct queue *q);
 void qdirect_fini(struct queue *q);

@@ -7,7 +7,9 @@
  * way (a drop, an overflow, a full array) it hands back, and the caller
  * closes the lane and pushes it as usual. Part of the queue module: it
  * opens struct queue (queue-impl.h), and test-queue-diff checks it against
- * the plain queue.
+ * the plain queue. It is kept because a run of one watch's records is
+ * what most reads hold, and a route_event and a push for each record cost
+ * more than the rest of the read's work on it.
  *
  * While a lane is open nothing else may touch the queue: its counts live in
  * the lane until queue_lane_close.

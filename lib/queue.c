@@ -501,22 +501,23 @@ enum queue_result queue_push(struct queue *q, struct qowner *owner, struct strre
  * the free slot it will take (a likely insert); then push each, in order,
  * exactly as queue_push would. The first two passes only guess: an insert
  * earlier in the batch may change what a later push finds, which the
- * third pass sees, at the cost of a miss. A direct read has its own.
+ * third pass sees, at the cost of a miss. Into a direct read's array
+ * (nothing waiting behind it) the pushes go at once: its index is small
+ * and in cache, with nothing to prefetch.
  */
 void queue_flush(struct queue *q)
 {
 	uint32_t n = q->deferred.n;
+	unsigned flags = q->d.on && q->d.lend_names ? PUSH_LENT_NAME : 0;
+	bool hashed = false;
 	size_t ahead = 0;
 
 	if (!n)
 		return;
 	q->deferred.n = 0;
-	if (q->d.on && !q->waiting) {
-		qdirect_flush(q, n);
-		return;
-	}
-	if (!q->merge)
+	if (!q->merge || (q->d.on && !q->waiting))
 		goto push;
+	hashed = true;
 	(void)index_reserve(q, n); /* no growth inside the batch, where it can be helped */
 	for (uint32_t i = 0; i < n; i++) {
 		struct queue_pend *p = &q->deferred.p[i];
@@ -545,8 +546,7 @@ next:;
 	}
 push:
 	for (uint32_t i = 0; i < n; i++)
-		(void)queue_push_one(q, &q->deferred.p[i],
-				     q->d.on && q->d.lend_names ? PUSH_LENT_NAME : 0, q->merge);
+		(void)queue_push_one(q, &q->deferred.p[i], flags, hashed);
 }
 
 void queue_overflow(struct queue *q)

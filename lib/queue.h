@@ -40,7 +40,9 @@
  * - A direct read (queue_direct_begin .. queue_direct_end) lends the queue
  *   the caller's event array while the queue is empty: events go straight
  *   into it, merged there through a small index of its own, and what does
- *   not fit waits in the queue behind them as usual.
+ *   not fit waits in the queue behind them as usual. It is kept because
+ *   a reader that keeps up finds the queue empty: without it every event
+ *   would take a slot and an index entry only to be copied out again.
  */
 #ifndef FSNW_QUEUE_H
 #define FSNW_QUEUE_H

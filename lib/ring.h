@@ -4,7 +4,8 @@
  * which tells, without a syscall, whether anything was queued since the
  * kernel queue was last found empty. It lets an add onto an existing kernel
  * watch (dedup, idle revive) skip the drain read that keeps older events
- * from the new watch: one syscall for the add instead of two.
+ * from the new watch: one syscall for the add instead of two. It is kept
+ * for that syscall, which costs an add more than the rest of its work.
  *
  * Why a peek is enough: an event queued in the kernel wakes the armed poll.
  * On kernels from 6.1 the ring defers its task work

@@ -104,7 +104,7 @@ static unsigned fan_out(struct fsnw *w, struct kwatch *kw, const struct kevent *
 	return pushes;
 }
 
-/* Whether kw's events may take the lane: see struct route_lane. */
+/* The link whose events may take the lane (struct route_lane), or NULL. */
 static struct link *lane_link(struct fsnw *w, struct kwatch *kw)
 {
 	struct list *first = kw->links.next;
@@ -173,7 +173,6 @@ unsigned route_event(struct fsnw *w, const struct kevent *ev, struct route_lane 
 		lane->owner = &l->watch->qo;
 		lane->path = l->path;
 		lane->pass = l->watch->mask | FSNW_ISDIR | FSNW_UNMOUNT;
-		lane->events_read = &w->st.events_read;
 	}
 	return ROUTE_PUSHES_ONE * pushes;
 }

@@ -1,21 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
 
 #include "export.h"
-#include "mem.h"
 #include "stats.h"
+#include "sys.h"
 
 /* About one check of the TSC's rate a second; two windows agree within 1/32. */
 #define CLOCK_WINDOW_NS 1000000000u
@@ -44,14 +42,12 @@ static bool tsc_usable(struct fsnw *w)
 
 	if (env && !strcmp(env, "monotonic"))
 		return false;
-	fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
-		  O_RDONLY | O_CLOEXEC);
-	w->st.sys_other++;
+	fd = sys_open(&w->st.sys_other,
+		      "/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY);
 	if (fd < 0)
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	w->st.sys_other += 2;
+	n = sys_read(&w->st.sys_other, fd, buf, sizeof(buf) - 1);
+	sys_close(&w->st.sys_other, fd);
 	if (n <= 0)
 		return false;
 	buf[strcspn(buf, "\n")] = '\0';
@@ -180,44 +176,6 @@ FSNW_EXPORT uint64_t fsnw_histogram_quantile(const struct fsnw_histogram *h, dou
 	return h->max_ns;
 }
 
-struct lat_shard *stats_lat_new(struct fsnw *w, unsigned i)
-{
-	struct lat_shard *s = mem_zalloc_aligned(64, sizeof(*s));
-
-	if (!s)
-		return &w->lat0; /* shared, as before shards; tried again next time */
-	w->lat[i] = s;
-	return s;
-}
-
-int stats_lat_ready(struct fsnw *w)
-{
-	unsigned i = stats_lat_shard();
-
-	if ((w->open_flags & FSNW_OPEN_NO_STATS) || w->lat[i])
-		return 0;
-	return stats_lat_new(w, i) == &w->lat0 ? -ENOMEM : 0;
-}
-
-void stats_fini(struct fsnw *w)
-{
-	for (unsigned i = 0; i < LAT_SHARDS; i++) {
-		if (w->lat[i] != &w->lat0)
-			mem_free(w->lat[i]);
-		w->lat[i] = NULL;
-	}
-}
-
-static void hist_merge(struct fsnw_histogram *to, const struct fsnw_histogram *h)
-{
-	to->count += h->count;
-	to->sum_ns += h->sum_ns;
-	if (h->max_ns > to->max_ns)
-		to->max_ns = h->max_ns;
-	for (int b = 0; b < FSNW_HIST_BUCKETS; b++)
-		to->buckets[b] += h->buckets[b];
-}
-
 void stats_snapshot(const struct fsnw *w, struct fsnw_stats *out)
 {
 	const struct queue_counters *c = queue_counters(w->q);
@@ -227,9 +185,8 @@ void stats_snapshot(const struct fsnw *w, struct fsnw_stats *out)
 	};
 
 	*out = w->st;
-	for (unsigned i = 0; i < LAT_SHARDS; i++)
-		for (int k = 0; k < LAT_KINDS && w->lat[i]; k++)
-			hist_merge(lat[k], &w->lat[i]->h[k]);
+	for (int k = 0; k < LAT_KINDS; k++)
+		*lat[k] = w->lat[k];
 	out->size = sizeof(*out);
 	out->backend = (uint32_t)w->be->id;
 	out->logical_watches = watches_count(&w->watches);
@@ -245,6 +202,11 @@ void stats_snapshot(const struct fsnw *w, struct fsnw_stats *out)
 	out->tree_dirs_cached = w->trees.fan.cache.count;
 	out->tree_cache_evictions = w->trees.fan.cache.evictions;
 	out->timing_tsc = w->clock.tsc;
+	out->syscalls = out->sys_inotify_init + out->sys_inotify_add_watch +
+			out->sys_inotify_rm_watch + out->sys_fanotify_init + out->sys_fanotify_mark +
+			out->sys_name_to_handle_at + out->sys_open_by_handle_at + out->sys_read +
+			out->sys_poll + out->sys_eventfd + out->sys_walk + out->sys_other +
+			out->sys_io_uring;
 }
 
 /* The counters, by name, in struct order: the JSON keys are the field names. */
@@ -270,7 +232,7 @@ static const struct {
 	COUNTER(ring_active), COUNTER(sys_io_uring), COUNTER(settles_ring), COUNTER(settles_read),
 	COUNTER(tree_retries), COUNTER(overflows_mount),
 	COUNTER(dropped_outside), COUNTER(tree_dirs_cached), COUNTER(tree_cache_evictions),
-	COUNTER(overflows_unresolved), COUNTER(timing_tsc),
+	COUNTER(overflows_unresolved), COUNTER(timing_tsc), COUNTER(syscalls),
 };
 
 #define HISTOGRAM(f) { #f, offsetof(struct fsnw_stats, f) }

@@ -11,7 +11,6 @@
 
 #include "compiler.h"
 #include "handle.h"
-#include "thread.h"
 
 static inline uint64_t stats_now_ns(void)
 {
@@ -29,7 +28,8 @@ static inline uint64_t stats_now_ns(void)
  * scales it, and after a syscall must find its code and data pages again.
  * Ticks are converted with a ratio measured at open and checked against
  * CLOCK_MONOTONIC about once a second (stats_clock_due). Elsewhere ticks
- * are CLOCK_MONOTONIC nanoseconds.
+ * are CLOCK_MONOTONIC nanoseconds. It is kept because the two clock reads
+ * of a timed add otherwise cost a fair share of the add.
  */
 static inline uint64_t stats_ticks(const struct fsnw *w)
 {
@@ -79,30 +79,10 @@ static inline uint64_t stats_start(const struct fsnw *w)
 
 void stats_hist_add(struct fsnw_histogram *h, uint64_t ns);
 
-/* The shard of index i, allocated now (lat0 where that fails). */
-FSNW_COLD struct lat_shard *stats_lat_new(struct fsnw *w, unsigned i);
-
-/* The calling thread's shard index. Threads are numbered in the order they
- * first use the library (thread.h), so the first LAT_SHARDS of a process
- * get shards of their own; index 0 is lat0, in the handle. */
-static inline unsigned stats_lat_shard(void)
-{
-	return (unsigned)(thread_num() % LAT_SHARDS);
-}
-
-/* The calling thread's histograms made now if timing is on (lock held):
- * 0, or -ENOMEM. */
-int stats_lat_ready(struct fsnw *w);
-
-/* The calling thread's histograms (lock held). */
+/* The histogram of k (lock held). */
 static inline struct fsnw_histogram *stats_lat(struct fsnw *w, enum lat_kind k)
 {
-	unsigned i = stats_lat_shard();
-	struct lat_shard *s = w->lat[i];
-
-	if (unlikely(!s))
-		s = stats_lat_new(w, i);
-	return &s->h[k];
+	return &w->lat[k];
 }
 
 /* Record the time since t0 (from stats_start) as a k; returns the end tick
@@ -127,9 +107,6 @@ static inline void stats_end_at(struct fsnw *w, enum lat_kind k, uint64_t t0, ui
 		stats_hist_add(stats_lat(w, k), stats_ticks_to_ns(w, t1 - t0));
 	}
 }
-
-/* Free the shards allocated (fsnw_close). */
-void stats_fini(struct fsnw *w);
 
 /* Add what a mark operation made (lock held). */
 static inline void sys_tally_fold(struct fsnw *w, const struct sys_tally *t)

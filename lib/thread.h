@@ -3,14 +3,14 @@
  * The calling thread's number: taken at its first use, from 1, and never
  * given to another thread of the process. Not the address of a thread
  * variable: a new thread often gets the TLS block of one that exited, and
- * would pass for it. The readiness rings know their thread by it; the
- * latency histograms pick their shard with it.
+ * would pass for it. The readiness rings know their thread by it.
  *
  * A thread token says whether a thread still runs: what it owns in a handle
  * (a readiness ring) holds a reference, and the thread's exit, through a
  * pthread key's destructor, marks it gone. The handle then lets go of what
  * the thread left, at its leisure, under its own lock; the token goes with
- * its last reference.
+ * its last reference. The rings need it: a ring only its thread may arm
+ * would otherwise hold a file descriptor for each thread that ever added.
  */
 #ifndef FSNW_THREAD_H
 #define FSNW_THREAD_H

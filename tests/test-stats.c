@@ -3,10 +3,12 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include "test-common.h"
@@ -62,6 +64,14 @@ START_TEST(scripted_counters)
 		ck_assert_uint_eq(st.lat_kernel_unmark.count, 1);
 		ck_assert_uint_eq(st.lat_kernel_read.count, 2);
 	}
+	/* The total is every counter, the ring's included. */
+	ck_assert_uint_eq(st.syscalls,
+			  st.sys_inotify_init + st.sys_inotify_add_watch + st.sys_inotify_rm_watch +
+				  st.sys_fanotify_init + st.sys_fanotify_mark +
+				  st.sys_name_to_handle_at + st.sys_open_by_handle_at +
+				  st.sys_read + st.sys_poll + st.sys_eventfd + st.sys_walk +
+				  st.sys_other + st.sys_io_uring);
+	ck_assert_uint_gt(st.syscalls, st.sys_other + st.sys_read);
 	ck_assert_uint_eq(st.lat_add.count, 1);
 	ck_assert_uint_eq(st.lat_remove.count, 1);
 	fsnw_close(w);
@@ -258,6 +268,7 @@ START_TEST(json_matches_struct)
 	ck_assert_uint_eq(json_u64(buf, "events_read"), st.events_read);
 	ck_assert_uint_eq(json_u64(buf, "queue_depth"), st.queue_depth);
 	ck_assert_uint_eq(json_u64(buf, "sys_read"), st.sys_read);
+	ck_assert_uint_eq(json_u64(buf, "syscalls"), st.syscalls);
 	ck_assert_uint_eq(json_u64(strstr(buf, "\"lat_add\""), "count"), st.lat_add.count);
 
 	/* And a real parser agrees, when there is one. */
@@ -280,6 +291,123 @@ START_TEST(json_matches_struct)
 	fsnw_remove(w, wid);
 	fsnw_close(w);
 	tmpdir_remove(dir);
+}
+END_TEST
+
+/*
+ * A reader that keeps up, as a daemon reads: each fsnw_read sleeps in
+ * poll(2) and reads what woke it. That is a poll and a read a wakeup, as
+ * raw inotify's: the read before the sleep would find the kernel queue
+ * empty again, and is not made; the mount table of the tree is watched by
+ * that poll, and not looked at otherwise.
+ */
+START_TEST(live_read_syscalls)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpfs_private();
+	struct fsnw_event ev[8];
+	struct fsnw_stats a, b;
+	char name[16];
+
+	ck_assert_int_gt(fsnw_add(w, dir, FSNW_CREATE, FSNW_WATCH_TREE), 0);
+	touch(dir, "first");
+	ck_assert_int_eq(fsnw_read(w, ev, 8, -1), 1);
+	a = stats_of(w);
+	for (int i = 0; i < 10; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		touch(dir, name);
+		ck_assert_int_eq(fsnw_read(w, ev, 8, -1), 1);
+		ck_assert_str_eq(ev[0].name, name);
+	}
+	b = stats_of(w);
+	ck_assert_uint_eq(b.sys_poll - a.sys_poll, 10);
+	ck_assert_uint_eq(b.sys_read - a.sys_read, 10);
+	ck_assert_uint_eq(b.syscalls - a.syscalls, 20);
+	/* A read that does not sleep reads, whatever the last one found. */
+	ck_assert_int_eq(fsnw_read(w, ev, 8, 0), 0);
+	a = stats_of(w);
+	ck_assert_uint_eq(a.sys_read - b.sys_read, 1);
+	ck_assert_uint_eq(a.sys_poll, b.sys_poll);
+	fsnw_close(w);
+	tmpfs_private_remove(dir);
+}
+END_TEST
+
+/* A read of up to 8 events with a timeout: how many, and FSNW_OVERFLOWs among them. */
+static int read_overflows(struct fsnw *w, int timeout_ms, int *overflows)
+{
+	struct fsnw_event ev[8];
+	int n = fsnw_read(w, ev, 8, timeout_ms);
+
+	for (int i = 0; i < n; i++)
+		*overflows += (ev[i].mask & FSNW_OVERFLOW) != 0;
+	return n;
+}
+
+static void mount_tmpfs(const char *dir, const char *name)
+{
+	char p[PATH_MAX];
+
+	ck_assert_int_eq(mount("fsnw-test", pjoin(p, dir, name), "tmpfs", 0, "size=1m"), 0);
+}
+
+/*
+ * The mount table is read when it signals: a mount inside a tree wakes a
+ * reader asleep in fsnw_read (its poll has the table) and is reported
+ * (FSNW_OVERFLOW); a read with a timeout of 0 does not sleep, and looks at
+ * the table itself; a caller's poll of fsnw_get_fd wakes for it and takes
+ * the signal, and the read that follows looks; without a change, a
+ * reader's sleep costs no look.
+ */
+START_TEST(mounts_on_readiness)
+{
+	struct pollfd pfd = { .events = POLLIN };
+	struct fsnw *w;
+	struct fsnw_stats a, b;
+	char *dir, p[PATH_MAX];
+	int wid, overflows = 0;
+	struct ev *evs;
+
+	if (geteuid() != 0)
+		return;
+	dir = tmpfs_private(); /* our own mount namespace, where we may mount */
+	w = test_open(0, 0, 0);
+	make_dir(dir, "m1");
+	make_dir(dir, "m2");
+	make_dir(dir, "m3");
+	wid = fsnw_add(w, dir, FSNW_CREATE, FSNW_WATCH_TREE);
+	ck_assert_int_gt(wid, 0);
+	collect_now(w, &evs, 64);
+	evs_free(evs);
+	a = stats_of(w);
+	/* An absence: nothing comes, and the sleep is all the read costs. */
+	ck_assert_int_eq(read_overflows(w, 20, &overflows), 0);
+	b = stats_of(w);
+	ck_assert_uint_eq(b.sys_poll - a.sys_poll, 1);
+	ck_assert_uint_eq(b.syscalls - a.syscalls, 1);
+	mount_tmpfs(dir, "m1");
+	while (!overflows)
+		ck_assert_int_gt(read_overflows(w, SYNC_TIMEOUT_MS, &overflows), 0);
+	ck_assert_uint_eq(stats_of(w).overflows_mount, 1);
+	mount_tmpfs(dir, "m2");
+	for (int i = 0; i < 1000 && overflows < 2; i++)
+		ck_assert_int_ge(read_overflows(w, 0, &overflows), 0);
+	ck_assert_int_eq(overflows, 2);
+	ck_assert_uint_eq(stats_of(w).overflows_mount, 2);
+	pfd.fd = fsnw_get_fd(w);
+	ck_assert_int_ge(pfd.fd, 0);
+	mount_tmpfs(dir, "m3");
+	/* This poll takes the table's signal: the read that may sleep next
+	 * must look at the table itself. */
+	ck_assert_int_eq(poll(&pfd, 1, SYNC_TIMEOUT_MS), 1);
+	while (overflows < 3)
+		ck_assert_int_gt(read_overflows(w, SYNC_TIMEOUT_MS, &overflows), 0);
+	ck_assert_uint_eq(stats_of(w).overflows_mount, 3);
+	fsnw_close(w);
+	umount2(pjoin(p, dir, "m1"), MNT_DETACH);
+	umount2(pjoin(p, dir, "m2"), MNT_DETACH);
+	umount2(pjoin(p, dir, "m3"), MNT_DETACH);
+	tmpfs_private_remove(dir);
 }
 END_TEST
 
@@ -315,6 +443,8 @@ TEST_SUITE(stats)
 	Suite *s = suite_create("stats");
 
 	ADD_TEST(s, scripted_counters);
+	ADD_TEST(s, live_read_syscalls);
+	ADD_TEST(s, mounts_on_readiness);
 	ADD_TEST(s, queue_full_counters);
 	ADD_TEST(s, no_stats_keeps_counters);
 	ADD_TEST(s, quantiles);
