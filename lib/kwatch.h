@@ -62,6 +62,7 @@
 #include "backend.h"
 #include "compiler.h"
 #include "htab.h"
+#include "keytab.h"
 #include "mem.h"
 #include "list.h"
 
@@ -84,7 +85,6 @@ enum kw_state {
 };
 
 struct kwatch {
-	struct hnode node;
 	struct list links;  /* struct link.knode */
 	size_t nlinks;      /* active or pending */
 	unsigned pins;      /* walks of links, unmark calls in progress: not freed while > 0 */
@@ -118,7 +118,7 @@ struct kwatch {
 #define KWATCH_CACHED_KEY 8
 
 struct kwatches {
-	struct htab by_key;
+	struct keytab by_key; /* by kwatch_tag of the key */
 	struct list idle;     /* parked kernel watches, most recent first */
 	struct list doomed;   /* kernel watches whose unmark waits for kwatch_flush */
 	struct list pending;  /* pending links (struct link.pnode), oldest first */
@@ -164,6 +164,18 @@ static inline void kwatch_queue_emptied(struct kwatches *t)
 }
 
 struct kwatch *kwatch_find(const struct kwatches *t, const unsigned char *key, size_t len);
+/* A key's tag in the table: an inotify wd is its own; a handle is hashed. */
+static inline uint32_t kwatch_tag(const unsigned char *key, size_t len)
+{
+	uint32_t wd;
+
+	if (len == sizeof(int)) {
+		memcpy(&wd, key, sizeof(wd));
+		return keytab_tag(wd);
+	}
+	return keytab_tag(hash_bytes(key, len, 0x6b77));
+}
+
 /* An inotify key is a wd: compared inline, not by a call. */
 static inline bool kwatch_key_is(const struct kwatch *kw, const unsigned char *key, size_t len)
 {

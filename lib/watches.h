@@ -21,6 +21,7 @@
 #include "compiler.h"
 #include "fsnwatch.h"
 #include "htab.h"
+#include "keytab.h"
 #include "list.h"
 #include "mem.h"
 #include "queue.h"
@@ -56,7 +57,6 @@ enum link_origin {
 };
 
 struct watch {
-	struct hnode node;   /* in the wid table */
 	struct qowner qo;    /* qo.wid is the wid */
 	uint32_t mask;       /* FSNW_ALL_EVENTS bits the caller asked for */
 	uint32_t flags;      /* FSNW_WATCH_* */
@@ -81,7 +81,7 @@ struct watch {
 };
 
 struct watches {
-	struct htab by_wid;
+	struct keytab by_wid;  /* by keytab_tag(wid) */
 	int next_wid;
 	bool wrapped;          /* next_wid has wrapped: a wid may be in use */
 	struct mem_cache cache; /* watch records */

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+#include <assert.h>
+#include <errno.h>
+#include <stdbool.h>
+
+#include "compiler.h"
+#include "keytab.h"
+#include "mem.h"
+
+#define KEYTAB_MIN 16
+
+void keytab_init(struct keytab *t)
+{
+	*t = (struct keytab){ .shift = 32 };
+}
+
+void keytab_fini(struct keytab *t)
+{
+	mem_free(t->vals);
+	keytab_init(t);
+}
+
+/* Into a slot of a table known to have room, no count kept. */
+static void place(struct keytab *t, uint32_t tag, void *val)
+{
+	size_t i = keytab_home(t, tag);
+
+	while (t->tags[i])
+		i = (i + 1) & t->mask;
+	t->tags[i] = tag;
+	t->vals[i] = val;
+}
+
+FSNW_COLD static int keytab_resize(struct keytab *t, size_t slots, unsigned bits)
+{
+	struct keytab old = *t;
+	void **mem;
+
+	/* One block: the pointers, then the tags. */
+	if (slots > SIZE_MAX / (sizeof(void *) + sizeof(uint32_t)))
+		return -ENOMEM;
+	mem = mem_zalloc(slots * (sizeof(void *) + sizeof(uint32_t)));
+	if (!mem)
+		return -ENOMEM;
+	t->vals = mem;
+	t->tags = (uint32_t *)(void *)(mem + slots);
+	t->mask = slots - 1;
+	t->shift = 32 - bits;
+	for (size_t i = 0; old.tags && i <= old.mask; i++)
+		if (old.tags[i])
+			place(t, old.tags[i], old.vals[i]);
+	mem_free(old.vals);
+	return 0;
+}
+
+int keytab_reserve(struct keytab *t, size_t more)
+{
+	size_t want = t->count + more, slots = t->tags ? t->mask + 1 : 0;
+	size_t n = KEYTAB_MIN;
+	unsigned bits = 4;
+
+	if (want < t->count)
+		return -ENOMEM;
+	/* At most three quarters full: a miss then reads about eight tags. */
+	if (slots && want <= slots / 4 * 3)
+		return 0;
+	while (want > n / 4 * 3) {
+		/* Home slots are 32-bit hashes' top bits. */
+		if (bits == 31)
+			return -ENOMEM;
+		n *= 2;
+		bits++;
+	}
+	return keytab_resize(t, n, bits);
+}
+
+void keytab_insert(struct keytab *t, uint32_t tag, void *val)
+{
+	assert(tag && val && t->count < t->mask);
+	place(t, tag, val);
+	t->count++;
+}
+
+/* Whether home h lies in the cyclic range (from, to]. */
+static bool in_range(size_t h, size_t from, size_t to)
+{
+	return from <= to ? h > from && h <= to : h > from || h <= to;
+}
+
+void keytab_remove(struct keytab *t, uint32_t tag, const void *val)
+{
+	size_t i = keytab_start(t, tag), j;
+	void *v;
+
+	while ((v = keytab_probe(t, tag, &i)) && v != val)
+		i++;
+	assert(v == val);
+	if (!v)
+		return;
+	i &= t->mask;
+	/* Shift back every entry after i that may not be moved past its home. */
+	for (j = (i + 1) & t->mask; t->tags[j]; j = (j + 1) & t->mask) {
+		if (in_range(keytab_home(t, t->tags[j]), i, j))
+			continue;
+		t->tags[i] = t->tags[j];
+		t->vals[i] = t->vals[j];
+		i = j;
+	}
+	t->tags[i] = 0;
+	t->vals[i] = NULL;
+	t->count--;
+}
+
+void keytab_for_each(const struct keytab *t, void (*fn)(void *val, void *arg), void *arg)
+{
+	for (size_t i = 0; t->tags && i <= t->mask; i++)
+		if (t->tags[i])
+			fn(t->vals[i], arg);
+}
