@@ -38,7 +38,7 @@ void kwatch_table_init(struct kwatches *t, size_t idle_max)
 	list_init(&t->idle);
 	list_init(&t->doomed);
 	list_init(&t->pending);
-	mem_cache_init(&t->kw_cache, sizeof(struct kwatch) + KWATCH_CACHED_KEY);
+	mem_cache_init(&t->kw_cache, offsetof(struct kwatch, key) + KWATCH_CACHED_KEY);
 	mem_cache_init(&t->link_cache, sizeof(struct link));
 	t->idle_max = idle_max;
 }
@@ -144,8 +144,8 @@ static void cover_put(struct fsnw *w, struct kwatch *fs);
 static struct kwatch *kwatch_alloc(struct kwatches *t, size_t keylen)
 {
 	if (keylen > KWATCH_CACHED_KEY)
-		return mem_zalloc(sizeof(struct kwatch) + keylen);
-	return mem_cache_zalloc(&t->kw_cache, sizeof(struct kwatch));
+		return mem_zalloc(offsetof(struct kwatch, key) + keylen);
+	return mem_cache_zalloc(&t->kw_cache, offsetof(struct kwatch, key));
 }
 
 int kwatch_reserve(struct kwatches *t, size_t n, size_t keylen)
@@ -479,7 +479,7 @@ FSNW_COLD void kwatch_unmark_new(struct fsnw *w, const struct kkey *key)
 	memset(&tmp, 0, sizeof(tmp));
 	tmp.kw.wd = key->wd;
 	tmp.kw.bflags = key->bflags;
-	tmp.kw.keylen = key->len;
+	tmp.kw.keylen = (uint8_t)key->len;
 	memcpy(tmp.kw.key, key->bytes, key->len);
 	dropped = unlock_for_call(w);
 	/* Failing, it leaves a mark nothing links to; the kernel drops it at
@@ -502,7 +502,8 @@ static struct kwatch *kwatch_new(struct fsnw *w, const struct kkey *key, uint32_
 	kw->state = KW_LIVE;
 	kw->wd = key->wd;
 	kw->bflags = key->bflags;
-	kw->keylen = key->len;
+	assert(key->len <= KKEY_MAX);
+	kw->keylen = (uint8_t)key->len;
 	memcpy(kw->key, key->bytes, key->len);
 	kw->excl_unlink = w->be->excl_unlink && (flags & FSNW_WATCH_EXCL_UNLINK);
 	kw->serial = ++w->kwatches.serial;

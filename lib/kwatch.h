@@ -85,28 +85,31 @@ enum kw_state {
 };
 
 struct kwatch {
+	/* Pointers first, then counts, then bytes, so that the record has no
+	 * holes: an inotify kernel watch takes 96 bytes, its key included. */
 	struct list links;  /* struct link.knode */
-	size_t nlinks;      /* active or pending */
+	struct list lru;    /* PARKED: in the idle cache; DOOMED: on the doomed list */
+	uint64_t serial;    /* which record this is, should one be freed and another
+			     * made at the same address */
+	struct kwatch *victim; /* reconcile: next kernel watch found gone */
+	struct kwatch *cover; /* the fsmark kernel watch this one holds a pin on, or NULL */
+	uint32_t nlinks;    /* active or pending */
 	unsigned pins;      /* walks of links, unmark calls in progress: not freed while > 0 */
 	uint32_t kmask;     /* event bits the kernel mark has */
+	uint32_t live_gen;  /* the last reconcile that found it in the kernel */
+	uint32_t ncovered;  /* fsmark: kernel watches pinning it */
+	int wd;             /* inotify watch descriptor, -1 otherwise */
 	uint8_t state;      /* enum kw_state */
 	bool excl_unlink;   /* the kernel mark has IN_EXCL_UNLINK */
 	bool dropped;       /* the kernel dropped the mark: never unmark nor park it */
 	atomic_bool unmark_done; /* UNMARKING: the syscall has returned (read unlocked) */
-	uint64_t serial;    /* which record this is, should one be freed and another
-			     * made at the same address */
 	bool marked;        /* has a kernel mark of its own: unmark it when it goes */
 	bool fsmark;        /* the mark of a whole filesystem, pinned by what it covers */
 	uint8_t bflags;     /* struct kkey.bflags */
-	uint32_t live_gen;  /* the last reconcile that found it in the kernel */
-	struct kwatch *victim; /* reconcile: next kernel watch found gone */
-	struct kwatch *cover; /* the fsmark kernel watch this one holds a pin on, or NULL */
-	size_t ncovered;    /* fsmark: kernel watches pinning it */
-	struct list lru;    /* PARKED: in the idle cache; DOOMED: on the doomed list */
-	int wd;             /* inotify watch descriptor, -1 otherwise */
-	uint32_t keylen;
+	uint8_t keylen;     /* at most KKEY_MAX */
 	unsigned char key[];
 };
+_Static_assert(KKEY_MAX <= UINT8_MAX, "a key's length fits kwatch.keylen");
 
 /* Keys of the last drops kept, as many as one flush unmarks (kwatch.c's
  * FLUSH_BATCH): a concurrent remove elsewhere in the handle does not make an

@@ -62,9 +62,8 @@ struct watch {
 	uint32_t flags;      /* FSNW_WATCH_* */
 	struct strref *path; /* as the caller gave it */
 	struct list links;   /* struct link.wnode */
-	size_t nlinks;
 	struct tree *tree;   /* set for FSNW_WATCH_TREE */
-	struct link own;     /* the single link of a plain watch, saving an allocation */
+	uint32_t nlinks;
 	/* Gone in the kernel (or oneshot fired): FSNW_IGNORED is queued and the
 	 * wid is held until the caller reads it, so it cannot be reused under
 	 * events still waiting for the old watch. */
@@ -78,6 +77,7 @@ struct watch {
 	/* An item of a batch still adding: its links wait for the batch's
 	 * own settle, not another thread's (see kwatch_batch). */
 	bool in_batch;
+	struct link own;     /* the single link of a plain watch, saving an allocation */
 };
 
 struct watches {
