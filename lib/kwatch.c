@@ -614,6 +614,15 @@ FSNW_COLD static void clear_excl_unlink(struct fsnw *w, struct kwatch *kw, int d
 		kw->excl_unlink = false;
 }
 
+/* The calling thread is adding the items of a batch (a thread makes one
+ * library call at a time, so this is per thread, not per handle). */
+static __thread bool batching __attribute__((tls_model("initial-exec")));
+
+void kwatch_batch(bool on)
+{
+	batching = on;
+}
+
 /* Attach lw to kw through l: kw existed before this attach, or was just made. */
 static int link_kwatch(struct fsnw *w, struct watch *lw, struct kwatch *kw, bool existed,
 		       struct link *l, int dirfd, const char *path, uint32_t kmask,
@@ -657,13 +666,15 @@ static int link_kwatch(struct fsnw *w, struct watch *lw, struct kwatch *kw, bool
 	 * same object, whose mask is not known any more. */
 	older_events = existed ? (kw->kmask & kmask & FSNW_ALL_EVENTS) != 0 :
 				 w->be->stable_keys && kwatch_unread_unmarks(t);
-	older_events |= t->all_pending;
+	/* In a batch a tree's links wait for its settle too; a plain watch's
+	 * with nothing older to wait for are the batch's to release. */
+	older_events |= batching && lw->tree;
 	kw->kmask |= kmask;
 
 	l->watch = lw;
 	l->kw = kw;
 	l->path = strref_get(linkpath);
-	l->active = !older_events;
+	l->active = !older_events && !batching;
 	list_init(&l->pnode);
 	if (older_events) {
 		list_add_tail(&l->pnode, &t->pending);
@@ -861,6 +872,22 @@ void kwatch_activate(struct kwatches *t, struct link *l)
 	if (l->pnode.next != &l->pnode) {
 		list_del(&l->pnode);
 		t->npending--;
+	}
+	l->active = true;
+}
+
+void kwatch_release_held(struct fsnw *w, struct watch *lw)
+{
+	struct link *l = &lw->own;
+
+	/* Held: a plain watch's link, inactive, not on the pending list. */
+	if (lw->tree || !lw->nlinks || l->active || l->pnode.next != &l->pnode)
+		return;
+	if (unlikely(l->kw->dropped)) {
+		/* The object went during the batch: the add fails. */
+		lw->add_failed = true;
+		kwatch_detach(w, l, false);
+		return;
 	}
 	l->active = true;
 }

@@ -135,7 +135,6 @@ struct kwatches {
 	struct mem_cache kw_cache;   /* records with keys of up to KWATCH_CACHED_KEY bytes */
 	struct mem_cache link_cache; /* links that are not a watch's own */
 	unsigned hold_lock;   /* a tree walk runs: kernel calls keep the lock */
-	bool all_pending;     /* a batch: every link waits for its settle */
 	size_t nfsmarks;      /* filesystem-mark kernel watches (not objects watched) */
 	/* Marks removed, and how many had been when the kernel queue was last
 	 * found empty: the difference may have IN_IGNORED (inotify) or late
@@ -216,14 +215,21 @@ static inline void kwatch_hold_lock(struct kwatches *t, bool hold)
 }
 
 /*
- * A batch starts or ends. Its adds drop the lock between items, so a reader
- * could otherwise hear an item's events before the batch returns its wid
- * (or rolls it back): every link of a batch is pending until its settle.
+ * The calling thread starts or ends a batch. Its adds drop the lock
+ * between items, so a reader could otherwise hear an item's events before
+ * the batch returns its wid (or rolls it back): no link the batch makes
+ * hears events until the batch is done. A tree's links, and links with
+ * older events to wait for, are pending until the batch's settle; a plain
+ * watch's other link is held, inactive and on no list, until the batch
+ * releases it (kwatch_release_held), so a batch of new objects needs no
+ * settle. Other threads' adds meanwhile are as ever.
  */
-static inline void kwatch_batch(struct kwatches *t, bool on)
-{
-	t->all_pending = on;
-}
+void kwatch_batch(bool on);
+
+/* After the batch's settle: lw's held link, if it has one, hears events from
+ * now on, or, if the kernel dropped its object meanwhile, is detached and
+ * lw's add fails (add_failed). */
+void kwatch_release_held(struct fsnw *w, struct watch *lw);
 
 /* The kernel dropped the mark of this key, which the table may not know
  * (yet): see drop_gen. */
