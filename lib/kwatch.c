@@ -434,6 +434,8 @@ int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uin
 	int ret, tries = 0;
 
 	*t1 = 0;
+	/* The backend's notes start empty: identify may leave one for mark. */
+	key->bflags = 0;
 	if (w->be->identify && marked_already(w, dirfd, path, kmask, flags, key))
 		return 0;
 	for (;;) {
