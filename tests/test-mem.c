@@ -26,9 +26,13 @@ static void **take(struct mem_cache *c, size_t n)
 		ck_assert_ptr_eq(mem_cache_of(p[i]), c);
 		memset(p[i], (int)(i & 0xff), REC);
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		size_t bad = 0;
+
 		for (size_t b = 0; b < REC; b++)
-			ck_assert_uint_eq(((unsigned char *)p[i])[b], i & 0xff);
+			bad += ((unsigned char *)p[i])[b] != (i & 0xff);
+		ck_assert_uint_eq(bad, 0);
+	}
 	return p;
 }
 
