@@ -2,6 +2,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "compiler.h"
 #include "keytab.h"
@@ -16,8 +17,14 @@ void keytab_init(struct keytab *t)
 
 void keytab_fini(struct keytab *t)
 {
-	mem_free(t->vals);
+	mem_free(t->slots);
 	keytab_init(t);
+}
+
+static void set(struct keytab_slot *s, uint32_t tag, const void *val)
+{
+	s->tag = tag;
+	memcpy(s->val, &val, sizeof(val));
 }
 
 /* Into a slot of a table known to have room, no count kept. */
@@ -25,43 +32,40 @@ static void place(struct keytab *t, uint32_t tag, void *val)
 {
 	size_t i = keytab_home(t, tag);
 
-	while (t->tags[i])
+	while (t->slots[i].tag)
 		i = (i + 1) & t->mask;
-	t->tags[i] = tag;
-	t->vals[i] = val;
+	set(&t->slots[i], tag, val);
 }
 
 FSNW_COLD static int keytab_resize(struct keytab *t, size_t slots, unsigned bits)
 {
 	struct keytab old = *t;
-	void **mem;
+	struct keytab_slot *mem;
 
-	/* One block: the pointers, then the tags. */
-	if (slots > SIZE_MAX / (sizeof(void *) + sizeof(uint32_t)))
+	if (slots > SIZE_MAX / sizeof(*mem))
 		return -ENOMEM;
-	mem = mem_zalloc(slots * (sizeof(void *) + sizeof(uint32_t)));
+	mem = mem_zalloc(slots * sizeof(*mem));
 	if (!mem)
 		return -ENOMEM;
-	t->vals = mem;
-	t->tags = (uint32_t *)(void *)(mem + slots);
+	t->slots = mem;
 	t->mask = slots - 1;
 	t->shift = 32 - bits;
-	for (size_t i = 0; old.tags && i <= old.mask; i++)
-		if (old.tags[i])
-			place(t, old.tags[i], old.vals[i]);
-	mem_free(old.vals);
+	for (size_t i = 0; old.slots && i <= old.mask; i++)
+		if (old.slots[i].tag)
+			place(t, old.slots[i].tag, keytab_val(&old.slots[i]));
+	mem_free(old.slots);
 	return 0;
 }
 
 int keytab_reserve(struct keytab *t, size_t more)
 {
-	size_t want = t->count + more, slots = t->tags ? t->mask + 1 : 0;
+	size_t want = t->count + more, slots = t->slots ? t->mask + 1 : 0;
 	size_t n = KEYTAB_MIN;
 	unsigned bits = 4;
 
 	if (want < t->count)
 		return -ENOMEM;
-	/* At most three quarters full: a miss then reads about eight tags. */
+	/* At most three quarters full: a miss then reads about eight slots. */
 	if (slots && want <= slots / 4 * 3)
 		return 0;
 	while (want > n / 4 * 3) {
@@ -99,21 +103,19 @@ void keytab_remove(struct keytab *t, uint32_t tag, const void *val)
 		return;
 	i &= t->mask;
 	/* Shift back every entry after i that may not be moved past its home. */
-	for (j = (i + 1) & t->mask; t->tags[j]; j = (j + 1) & t->mask) {
-		if (in_range(keytab_home(t, t->tags[j]), i, j))
+	for (j = (i + 1) & t->mask; t->slots[j].tag; j = (j + 1) & t->mask) {
+		if (in_range(keytab_home(t, t->slots[j].tag), i, j))
 			continue;
-		t->tags[i] = t->tags[j];
-		t->vals[i] = t->vals[j];
+		t->slots[i] = t->slots[j];
 		i = j;
 	}
-	t->tags[i] = 0;
-	t->vals[i] = NULL;
+	t->slots[i].tag = 0;
 	t->count--;
 }
 
 void keytab_for_each(const struct keytab *t, void (*fn)(void *val, void *arg), void *arg)
 {
-	for (size_t i = 0; t->tags && i <= t->mask; i++)
-		if (t->tags[i])
-			fn(t->vals[i], arg);
+	for (size_t i = 0; t->slots && i <= t->mask; i++)
+		if (t->slots[i].tag)
+			fn(keytab_val(&t->slots[i]), arg);
 }

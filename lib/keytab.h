@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A table of record pointers by 32-bit tag: open addressing with linear
- * probing, the tags in an array of their own. It serves the lookups that
- * follow a syscall (a wid on remove, a kernel watch's key after a mark or
- * with an event), which run with an empty TLB: a probe reads tags, sixteen
- * a cache line, and touches a record only where its tag matches, where a
+ * probing, each slot its tag and its pointer in 12 bytes. It serves the
+ * lookups that follow a syscall (a wid on remove, a kernel watch's key
+ * after a mark or with an event), whose table lines are seldom in cache: a
+ * probe reads slots, five a cache line, and touches a record only where
+ * its tag matches, and the pointer of a match is on the tag's line; a
  * chained table reads a bucket and then the records along its chain, each
- * on a page of its own. Tags may collide (a key's hash): the caller checks
+ * on a line and a page of its own. Tags may collide (a key's hash): the caller checks
  * the record a matching tag points to. Inserting allocates only when the
  * table grows, which keytab_reserve does ahead of time, so an insert after
  * a successful reserve cannot fail. Removal shifts the entries after the
@@ -17,10 +18,16 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+/* A slot: tag 0 is empty; the pointer is unaligned (memcpy) so a slot is 12 bytes. */
+struct keytab_slot {
+	uint32_t tag;
+	unsigned char val[sizeof(void *)];
+};
 
 struct keytab {
-	uint32_t *tags; /* 0: an empty slot */
-	void **vals;
+	struct keytab_slot *slots;
 	size_t mask;    /* slots - 1: a power of two less one, or 0 before the first reserve */
 	size_t count;
 	unsigned shift; /* 32 - log2(slots): a tag's home is its Fibonacci hash's top bits */
@@ -58,7 +65,15 @@ static inline size_t keytab_home(const struct keytab *t, uint32_t tag)
  */
 static inline size_t keytab_start(const struct keytab *t, uint32_t tag)
 {
-	return t->tags ? keytab_home(t, tag) : SIZE_MAX;
+	return t->slots ? keytab_home(t, tag) : SIZE_MAX;
+}
+
+static inline void *keytab_val(const struct keytab_slot *s)
+{
+	void *v;
+
+	memcpy(&v, s->val, sizeof(v));
+	return v;
 }
 
 static inline void *keytab_probe(const struct keytab *t, uint32_t tag, size_t *pos)
@@ -67,10 +82,10 @@ static inline void *keytab_probe(const struct keytab *t, uint32_t tag, size_t *p
 
 	if (*pos == SIZE_MAX)
 		return NULL;
-	for (i = *pos & t->mask; t->tags[i]; i = (i + 1) & t->mask) {
-		if (t->tags[i] == tag) {
+	for (i = *pos & t->mask; t->slots[i].tag; i = (i + 1) & t->mask) {
+		if (t->slots[i].tag == tag) {
 			*pos = i;
-			return t->vals[i];
+			return keytab_val(&t->slots[i]);
 		}
 	}
 	return NULL;
