@@ -57,16 +57,14 @@ FSNW_COLD static int keytab_resize(struct keytab *t, size_t slots, unsigned bits
 	return 0;
 }
 
-int keytab_reserve(struct keytab *t, size_t more)
+int keytab_grow(struct keytab *t, size_t more)
 {
-	size_t want = t->count + more, slots = t->slots ? t->mask + 1 : 0;
-	size_t n = KEYTAB_MIN;
+	size_t want = t->count + more, n = KEYTAB_MIN;
 	unsigned bits = 4;
 
 	if (want < t->count)
 		return -ENOMEM;
-	/* At most three quarters full: a miss then reads about eight slots. */
-	if (slots && want <= slots / 4 * 3)
+	if (keytab_has_room(t, more))
 		return 0;
 	while (want > n / 4 * 3) {
 		/* Home slots are 32-bit hashes' top bits. */

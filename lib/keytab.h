@@ -35,8 +35,22 @@ struct keytab {
 
 void keytab_init(struct keytab *t);
 void keytab_fini(struct keytab *t); /* the slots, not the records */
+/* Whether `more` inserts fit: at most three quarters full, so that a miss
+ * reads about eight slots. */
+static inline int keytab_has_room(const struct keytab *t, size_t more)
+{
+	return t->slots && t->count + more >= t->count &&
+	       t->count + more <= (t->mask + 1) / 4 * 3;
+}
+
+/* The slow path of keytab_reserve: a larger table. */
+int keytab_grow(struct keytab *t, size_t more);
+
 /* Room for `more` inserts; -ENOMEM leaves the table as it was. */
-int keytab_reserve(struct keytab *t, size_t more);
+static inline int keytab_reserve(struct keytab *t, size_t more)
+{
+	return keytab_has_room(t, more) ? 0 : keytab_grow(t, more);
+}
 /* val not NULL; room reserved. A tag may be in the table more than once. */
 void keytab_insert(struct keytab *t, uint32_t tag, void *val);
 /* Take out the entry (tag, val), which must be in the table. */

@@ -535,8 +535,10 @@ static struct link *link_new(struct kwatches *t, struct watch *lw)
 
 	if (lw->tree || lw->nlinks)
 		return mem_cache_zalloc(&t->link_cache, sizeof(struct link));
+	/* Zero already: the watch record was zeroed when made, and this is
+	 * its first link. */
 	l = &lw->own;
-	memset(l, 0, sizeof(*l));
+	assert(!l->kw && !l->path && !l->embedded);
 	l->embedded = true;
 	return l;
 }
