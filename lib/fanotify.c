@@ -478,7 +478,8 @@ static int fan_identify(struct fsnw *w, int dirfd, const char *path, uint32_t fl
 static int mark_named(struct fsnw *w, int dirfd, const char *path, uint32_t mask,
 		      uint32_t flags, struct kkey *key, struct sys_tally *t)
 {
-	unsigned int op = FAN_MARK_ADD | (flags & FSNW_WATCH_DONT_FOLLOW ? FAN_MARK_DONT_FOLLOW : 0);
+	unsigned int op = FAN_MARK_ADD |
+			  (flags & FSNW_WATCH_DONT_FOLLOW ? FAN_MARK_DONT_FOLLOW : 0);
 	struct kkey after;
 	bool isdir = true;
 	int ret;

@@ -278,7 +278,8 @@ int mem_cache_reserve(struct mem_cache *c, size_t n)
 	/* The pages of the never used records the next adds take, touched
 	 * now: the active slab's first, then the other slabs'. Free-listed
 	 * records were in use before, their pages touched then. */
-	for (struct mem_slab *s = c->active; s && left; s = s == c->active ? c->partial : s->next) {
+	for (struct mem_slab *s = c->active; s && left;
+	     s = s == c->active ? c->partial : s->next) {
 		char *from = s == c->active ? c->fresh : s->fresh;
 		size_t have = (size_t)(slab_end(c, s) - from) / c->size;
 		size_t take = have < left ? have : left;

@@ -47,7 +47,8 @@ void mem_free(void *p);
 struct mem_slab;
 
 struct mem_cache {
-	void *free;               /* the active slab's free records, linked through their first word */
+	/* The active slab's free records, linked through their first word. */
+	void *free;
 	char *fresh, *fresh_end;  /* the active slab's records never handed out */
 	struct mem_slab *active;  /* NULL before the first take */
 	struct mem_slab *partial; /* the other slabs with free records */

@@ -13,11 +13,12 @@
 
 #include "mem.h"
 
-/* Eight bytes before the string: a path of 40 bytes takes a 56-byte record. */
+/* Eight bytes before the string and its NUL: a path of 39 bytes fits a
+ * 48-byte record. */
 struct strref {
 	uint32_t refs;
 	uint32_t len : 31;
-	uint32_t pooled : 1; /* a record of a pool's cache (mem_cache_of finds it); else malloc'd */
+	uint32_t pooled : 1; /* a pool's record (mem_cache_of finds it), else malloc'd */
 	char s[];
 };
 
