@@ -28,6 +28,9 @@
 #define mem_check_block(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
 #define mem_check_unblock(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
 #define mem_check_open(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+/* A region about to be unmapped: ASan's shadow would outlive the mapping
+ * and poison whatever is mapped there next. */
+#define mem_check_unmap(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
 #elif defined(__has_include)
 #if __has_include(<valgrind/memcheck.h>)
 #include <valgrind/memcheck.h>
@@ -44,11 +47,14 @@
 #define mem_check_unblock(p, n) do { (void)(n); VALGRIND_FREELIKE_BLOCK((p), 0); } while (0)
 /* The free-list link in a free record, read or written by the cache itself. */
 #define mem_check_open(p, n) ((void)VALGRIND_MAKE_MEM_DEFINED((p), (n)))
+/* memcheck forgets an unmapped region itself. */
+#define mem_check_unmap(p, n) ((void)(p), (void)(n))
 #elif !defined(FSNW_ASAN)
 #define mem_check_noaccess(p, n) ((void)(p), (void)(n))
 #define mem_check_block(p, n) ((void)(p), (void)(n))
 #define mem_check_unblock(p, n) ((void)(p), (void)(n))
 #define mem_check_open(p, n) ((void)(p), (void)(n))
+#define mem_check_unmap(p, n) ((void)(p), (void)(n))
 #endif
 
 #endif

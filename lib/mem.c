@@ -224,6 +224,12 @@ void *mem_cache_grow(struct mem_cache *c)
 	return mem_cache_alloc(c);
 }
 
+static void slab_unmap(struct mem_slab *s)
+{
+	mem_check_unmap(s, MEM_SLAB_SIZE);
+	munmap(s, MEM_SLAB_SIZE);
+}
+
 static void slab_release(struct mem_cache *c, struct mem_slab *s)
 {
 	struct mem_slab **pp = &c->all;
@@ -234,7 +240,7 @@ static void slab_release(struct mem_cache *c, struct mem_slab *s)
 		pp = &(*pp)->next_all;
 	*pp = s->next_all;
 	c->nslabs--;
-	munmap(s, MEM_SLAB_SIZE);
+	slab_unmap(s);
 }
 
 void mem_cache_free_other(struct mem_cache *c, void *p)
@@ -300,7 +306,7 @@ void mem_cache_fini(struct mem_cache *c)
 			struct mem_slab *s = c->all;
 
 			c->all = s->next_all;
-			munmap(s, MEM_SLAB_SIZE);
+			slab_unmap(s);
 		}
 	}
 	mem_cache_init(c, c->size);
