@@ -230,19 +230,6 @@ static void slab_unmap(struct mem_slab *s)
 	munmap(s, MEM_SLAB_SIZE);
 }
 
-static void slab_release(struct mem_cache *c, struct mem_slab *s)
-{
-	struct mem_slab **pp = &c->all;
-
-	if (s->partial)
-		partial_del(c, s);
-	while (*pp != s)
-		pp = &(*pp)->next_all;
-	*pp = s->next_all;
-	c->nslabs--;
-	slab_unmap(s);
-}
-
 void mem_cache_free_other(struct mem_cache *c, void *p)
 {
 	struct mem_slab *s = mem_slab_of(p);
@@ -253,9 +240,6 @@ void mem_cache_free_other(struct mem_cache *c, void *p)
 	c->used--;
 	if (!s->partial)
 		partial_add(c, s);
-	/* Empty: it goes if the cache keeps enough free records without it. */
-	if (!s->used && free_records(c) >= MEM_CACHE_KEEP + (size_t)c->per_slab)
-		slab_release(c, s);
 }
 
 /* Fault in the pages of [p, p + len) now (Linux 5.14; before it, they

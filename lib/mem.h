@@ -29,12 +29,13 @@ void mem_free(void *p);
  * order and touched only then, so a fresh process touches as many pages
  * as its records fill; a record freed is kept in its slab for a later add,
  * which then costs no malloc and touches no new page (a first touch is a
- * page fault, and the kernel zeroes the page). A slab whose records are all free
- * goes back to the system once the cache keeps MEM_CACHE_KEEP free records
- * besides: memory follows the peak, as a kernel slab's does, within that
- * bound. One allocator, not one per thread, so records freed by one thread
- * serve another's adds. Used under the handle's lock. Only a take that
- * needs a new slab can fail (and counts for the failure hook).
+ * page fault, and the kernel zeroes the page). Memory follows the peak:
+ * the slabs stay until the cache goes (the handle closes), so that a
+ * handle that removes its watches and adds them again (a rescan) touches
+ * no new page, as malloc's heap kept what it freed before. One allocator,
+ * not one per thread, so records freed by one thread serve another's adds.
+ * Used under the handle's lock. Only a take that needs a new slab can fail
+ * (and counts for the failure hook).
  *
  * The hot state is the cache's: the free records and never used tail of
  * one slab, the active one, so a take or a give back of its records reads
@@ -42,7 +43,6 @@ void mem_free(void *p);
  * found by masking the record's address.
  */
 #define MEM_SLAB_SIZE (64u * 1024)
-#define MEM_CACHE_KEEP 4096
 
 struct mem_slab;
 

@@ -2,8 +2,7 @@
 /*
  * The record caches (lib/mem.h) without a handle: records that do not
  * overlap and come back from their slab, reuse without new slabs, slabs
- * given back once enough free records are kept, reservations, and a slab
- * that cannot be had.
+ * kept for a later peak, reservations, and a slab that cannot be had.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -84,23 +83,27 @@ START_TEST(reuse_without_slabs)
 }
 END_TEST
 
-/* Memory follows the peak within a bound: what is free beyond
- * MEM_CACHE_KEEP records goes back, a slab at a time. */
-START_TEST(slabs_given_back)
+/* Memory follows the peak: what a cache once held, it keeps, so that
+ * taking as many records again makes no new slab. */
+START_TEST(slabs_kept)
 {
 	struct mem_cache c;
-	size_t per, n;
+	size_t n = 5 * ((MEM_SLAB_SIZE) / REC), before;
 	void **p;
 
 	mem_cache_init(&c, REC);
-	per = c.per_slab;
-	n = MEM_CACHE_KEEP + 5 * per;
 	p = take(&c, n);
+	before = c.nslabs;
 	give_back(&c, p, n);
 	ck_assert_uint_eq(c.used, 0);
-	ck_assert_uint_ge(c.nslabs * per, MEM_CACHE_KEEP);
-	ck_assert_uint_lt(c.nslabs * per, MEM_CACHE_KEEP + 2 * per);
+	ck_assert_uint_eq(c.nslabs, before);
+	mem_fail_after(-1);
+	p = take(&c, n);
+	ck_assert_int_eq(mem_count(), 0);
+	ck_assert_uint_eq(c.nslabs, before);
+	give_back(&c, p, n);
 	mem_cache_fini(&c);
+	ck_assert_uint_eq(c.nslabs, 0);
 }
 END_TEST
 
@@ -153,7 +156,7 @@ TEST_SUITE(mem)
 
 	ADD_TEST(s, records_apart);
 	ADD_TEST(s, reuse_without_slabs);
-	ADD_TEST(s, slabs_given_back);
+	ADD_TEST(s, slabs_kept);
 	ADD_TEST(s, reserve_holds);
 	ADD_TEST(s, no_slab);
 	return s;
