@@ -51,18 +51,23 @@ FSNW_EXPORT int fsnw_add_batch(struct fsnw *w, struct fsnw_batch_item *items, si
 			return -ENOMEM;
 	}
 	lock_take(&w->lock);
-	kwatch_batch(&w->kwatches, true);
+	kwatch_batch(true);
 	failed = add_items(w, items, n, added, atomic);
-	kwatch_batch(&w->kwatches, false);
-	for (i = 0; i < n; i++)
-		if (added[i])
-			added[i]->in_batch = false;
+	kwatch_batch(false);
+	/* Items with pending links are settled by the batch's settle, which
+	 * leaves those of batches still adding for their own. */
+	if (w->kwatches.npending)
+		for (i = 0; i < n; i++)
+			if (added[i])
+				added[i]->in_batch = false;
 	engine_settle(w);
 	/* An object that went during the add fails its item, and an atomic
 	 * batch at that item, as if the add itself had failed there. */
 	for (i = 0; i < failed; i++) {
 		if (!added[i])
 			continue;
+		added[i]->in_batch = false;
+		kwatch_release_held(w, added[i]);
 		items[i].result = watches_finish_add(w, added[i]);
 		if (items[i].result >= 0)
 			continue;

@@ -49,6 +49,9 @@
 #endif
 
 #define FSID_LEN 8
+/* struct kkey.bflags: the key is fan_identify's, of the object at the path
+ * on a mount seen before; the mark may then go by path (mark_named). */
+#define FAN_KEY_IDENTIFIED 0x80u
 /* Bits only a directory mark may carry (the kernel says ENOTDIR otherwise). */
 #define FAN_DIRONLY (FAN_CREATE | FAN_DELETE | FAN_MOVE | FAN_RENAME | FAN_ONDIR | \
 		     FAN_EVENT_ON_CHILD)
@@ -455,6 +458,43 @@ static uint64_t fan_mask(uint32_t mask, bool isdir)
 	return m & ~(uint64_t)FAN_DIRONLY;
 }
 
+static int fan_identify(struct fsnw *w, int dirfd, const char *path, uint32_t flags,
+			struct kkey *key, struct sys_tally *t);
+
+/*
+ * Mark the object at path, whose key fan_identify found there: by path, no
+ * fd. The type decides the mask, and a directory's mask is refused for
+ * anything else (ENOTDIR), so a directory takes one call and a file two.
+ * The path may have named another object by the time of the mark, so the
+ * handle it names afterwards must still be the one found before; if not
+ * (-EAGAIN), the caller marks through an fd, and the object the path named
+ * in between may keep this mark, whose events are dropped as stale.
+ */
+static int mark_named(struct fsnw *w, int dirfd, const char *path, uint32_t mask,
+		      uint32_t flags, struct kkey *key, struct sys_tally *t)
+{
+	unsigned int op = FAN_MARK_ADD |
+			  (flags & FSNW_WATCH_DONT_FOLLOW ? FAN_MARK_DONT_FOLLOW : 0);
+	struct kkey after;
+	bool isdir = true;
+	int ret;
+
+	ret = fanotify_mark(w->kfd, op, fan_mask(mask, true), dirfd, path);
+	t->fanotify_mark++;
+	if (ret < 0 && errno == ENOTDIR && !(flags & FSNW_WATCH_ONLYDIR)) {
+		isdir = false;
+		ret = fanotify_mark(w->kfd, op, fan_mask(mask, false), dirfd, path);
+		t->fanotify_mark++;
+	}
+	if (ret < 0)
+		return -errno;
+	if (fan_identify(w, dirfd, path, flags, &after, t) < 0 || after.len != key->len ||
+	    memcmp(after.bytes, key->bytes, key->len))
+		return -EAGAIN;
+	key->bflags = isdir ? 0 : KKEY_NONDIR;
+	return 0;
+}
+
 static int fan_mark(struct fsnw *w, int dirfd, const char *path, uint32_t mask, uint32_t flags,
 		    int replace, struct kkey *key, struct sys_tally *t)
 {
@@ -468,10 +508,17 @@ static int fan_mark(struct fsnw *w, int dirfd, const char *path, uint32_t mask, 
 	/* Marks here only grow, so adding is what replacing means too; and
 	 * FSNW_WATCH_EXCL_UNLINK has no fanotify counterpart (see the top). */
 	(void)replace;
+	if (key->bflags & FAN_KEY_IDENTIFIED) {
+		ret = mark_named(w, dirfd, path, mask, flags, key, t);
+		if (ret != -EAGAIN)
+			return ret;
+	}
 	/*
-	 * One O_PATH fd for handle and mark, so both are of the same object
-	 * even if the path changes meanwhile. Directories first: they are
-	 * most of what is watched, and their mark takes directory bits.
+	 * Otherwise (a mount not seen yet, or the path changed under
+	 * mark_named), one O_PATH fd for handle and mark, so both are of the
+	 * same object even if the path changes meanwhile. Directories first:
+	 * they are most of what is watched, and their mark takes directory
+	 * bits.
 	 */
 	fd = openat(dirfd, path, oflags | O_DIRECTORY);
 	t->other++;
@@ -520,6 +567,7 @@ static int fan_identify(struct fsnw *w, int dirfd, const char *path, uint32_t fl
 	if (!fs)
 		return -ENOENT;
 	make_key(fs, &h, key);
+	key->bflags = FAN_KEY_IDENTIFIED;
 	return 0;
 }
 

@@ -34,11 +34,11 @@ static uint64_t key_hash(const unsigned char *key, size_t len)
 void kwatch_table_init(struct kwatches *t, size_t idle_max)
 {
 	memset(t, 0, sizeof(*t));
-	htab_init(&t->by_key);
+	keytab_init(&t->by_key);
 	list_init(&t->idle);
 	list_init(&t->doomed);
 	list_init(&t->pending);
-	mem_cache_init(&t->kw_cache, sizeof(struct kwatch) + KWATCH_CACHED_KEY);
+	mem_cache_init(&t->kw_cache, offsetof(struct kwatch, key) + KWATCH_CACHED_KEY);
 	mem_cache_init(&t->link_cache, sizeof(struct link));
 	t->idle_max = idle_max;
 }
@@ -50,27 +50,13 @@ size_t kwatch_count(const struct kwatches *t)
 
 struct kwatch *kwatch_find(const struct kwatches *t, const unsigned char *key, size_t len)
 {
-	struct hnode *n;
+	uint32_t tag = kwatch_tag(key, len);
+	struct kwatch *kw;
+	size_t pos;
 
-	if (len == sizeof(int)) {
-		/* inotify: the key is the wd, kept as a number too. */
-		int wd;
-
-		memcpy(&wd, key, sizeof(wd));
-		htab_for_each_hash(n, &t->by_key, hash_u64((uint64_t)(unsigned)wd)) {
-			struct kwatch *kw = container_of(n, struct kwatch, node);
-
-			if (kw->wd == wd && kw->keylen == sizeof(int))
-				return kw;
-		}
-		return NULL;
-	}
-	htab_for_each_hash(n, &t->by_key, key_hash(key, len)) {
-		struct kwatch *kw = container_of(n, struct kwatch, node);
-
+	keytab_for_each_tag(kw, pos, &t->by_key, tag)
 		if (kwatch_key_is(kw, key, len))
 			return kw;
-	}
 	return NULL;
 }
 
@@ -99,10 +85,10 @@ static void kwatch_free(struct kwatches *t, struct kwatch *kw)
 		mem_cache_free(&t->kw_cache, kw);
 }
 
-static void free_kwatch(struct hnode *n, void *arg)
+static void free_kwatch(void *val, void *arg)
 {
 	struct kwatches *t = arg;
-	struct kwatch *kw = container_of(n, struct kwatch, node);
+	struct kwatch *kw = val;
 	struct list *pos, *tmp;
 
 	list_for_each_safe(pos, tmp, &kw->links)
@@ -112,8 +98,8 @@ static void free_kwatch(struct hnode *n, void *arg)
 
 void kwatch_table_fini(struct kwatches *t)
 {
-	htab_for_each(&t->by_key, free_kwatch, t);
-	htab_fini(&t->by_key);
+	keytab_for_each(&t->by_key, free_kwatch, t);
+	keytab_fini(&t->by_key);
 	mem_cache_fini(&t->kw_cache);
 	mem_cache_fini(&t->link_cache);
 	kwatch_table_init(t, 0);
@@ -158,13 +144,13 @@ static void cover_put(struct fsnw *w, struct kwatch *fs);
 static struct kwatch *kwatch_alloc(struct kwatches *t, size_t keylen)
 {
 	if (keylen > KWATCH_CACHED_KEY)
-		return mem_zalloc(sizeof(struct kwatch) + keylen);
-	return mem_cache_zalloc(&t->kw_cache, sizeof(struct kwatch));
+		return mem_zalloc(offsetof(struct kwatch, key) + keylen);
+	return mem_cache_zalloc(&t->kw_cache, offsetof(struct kwatch, key));
 }
 
 int kwatch_reserve(struct kwatches *t, size_t n, size_t keylen)
 {
-	int ret = htab_reserve(&t->by_key, n);
+	int ret = keytab_reserve(&t->by_key, n);
 
 	if (ret == 0 && keylen && keylen <= KWATCH_CACHED_KEY)
 		ret = mem_cache_reserve(&t->kw_cache, n);
@@ -180,7 +166,7 @@ static void kwatch_forget(struct fsnw *w, struct kwatch *kw)
 	assert(!kw->nlinks && !kw->pins);
 	if (t->hot == kw)
 		t->hot = NULL;
-	htab_remove(&t->by_key, &kw->node);
+	keytab_remove(&t->by_key, kwatch_tag(kw->key, kw->keylen), kw);
 	if (kw->state == KW_PARKED) {
 		list_del(&kw->lru);
 		t->nparked--;
@@ -448,6 +434,8 @@ int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uin
 	int ret, tries = 0;
 
 	*t1 = 0;
+	/* The backend's notes start empty: identify may leave one for mark. */
+	key->bflags = 0;
 	if (w->be->identify && marked_already(w, dirfd, path, kmask, flags, key))
 		return 0;
 	for (;;) {
@@ -493,7 +481,7 @@ FSNW_COLD void kwatch_unmark_new(struct fsnw *w, const struct kkey *key)
 	memset(&tmp, 0, sizeof(tmp));
 	tmp.kw.wd = key->wd;
 	tmp.kw.bflags = key->bflags;
-	tmp.kw.keylen = key->len;
+	tmp.kw.keylen = (uint8_t)key->len;
 	memcpy(tmp.kw.key, key->bytes, key->len);
 	dropped = unlock_for_call(w);
 	/* Failing, it leaves a mark nothing links to; the kernel drops it at
@@ -516,11 +504,12 @@ static struct kwatch *kwatch_new(struct fsnw *w, const struct kkey *key, uint32_
 	kw->state = KW_LIVE;
 	kw->wd = key->wd;
 	kw->bflags = key->bflags;
-	kw->keylen = key->len;
+	assert(key->len <= KKEY_MAX);
+	kw->keylen = (uint8_t)key->len;
 	memcpy(kw->key, key->bytes, key->len);
 	kw->excl_unlink = w->be->excl_unlink && (flags & FSNW_WATCH_EXCL_UNLINK);
 	kw->serial = ++w->kwatches.serial;
-	htab_insert(&w->kwatches.by_key, &kw->node, key_hash(kw->key, kw->keylen));
+	keytab_insert(&w->kwatches.by_key, kwatch_tag(kw->key, kw->keylen), kw);
 	return kw;
 }
 
@@ -546,8 +535,10 @@ static struct link *link_new(struct kwatches *t, struct watch *lw)
 
 	if (lw->tree || lw->nlinks)
 		return mem_cache_zalloc(&t->link_cache, sizeof(struct link));
+	/* Zero already: the watch record was zeroed when made, and this is
+	 * its first link. */
 	l = &lw->own;
-	memset(l, 0, sizeof(*l));
+	assert(!l->kw && !l->path && !l->embedded);
 	l->embedded = true;
 	return l;
 }
@@ -627,6 +618,15 @@ FSNW_COLD static void clear_excl_unlink(struct fsnw *w, struct kwatch *kw, int d
 		kw->excl_unlink = false;
 }
 
+/* The calling thread is adding the items of a batch (a thread makes one
+ * library call at a time, so this is per thread, not per handle). */
+static __thread bool batching __attribute__((tls_model("initial-exec")));
+
+void kwatch_batch(bool on)
+{
+	batching = on;
+}
+
 /* Attach lw to kw through l: kw existed before this attach, or was just made. */
 static int link_kwatch(struct fsnw *w, struct watch *lw, struct kwatch *kw, bool existed,
 		       struct link *l, int dirfd, const char *path, uint32_t kmask,
@@ -670,13 +670,15 @@ static int link_kwatch(struct fsnw *w, struct watch *lw, struct kwatch *kw, bool
 	 * same object, whose mask is not known any more. */
 	older_events = existed ? (kw->kmask & kmask & FSNW_ALL_EVENTS) != 0 :
 				 w->be->stable_keys && kwatch_unread_unmarks(t);
-	older_events |= t->all_pending;
+	/* In a batch a tree's links wait for its settle too; a plain watch's
+	 * with nothing older to wait for are the batch's to release. */
+	older_events |= batching && lw->tree;
 	kw->kmask |= kmask;
 
 	l->watch = lw;
 	l->kw = kw;
 	l->path = strref_get(linkpath);
-	l->active = !older_events;
+	l->active = !older_events && !batching;
 	list_init(&l->pnode);
 	if (older_events) {
 		list_add_tail(&l->pnode, &t->pending);
@@ -706,7 +708,7 @@ int kwatch_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int di
 	} else {
 		existed = kw != NULL;
 	}
-	if (!kw && l && htab_reserve(&w->kwatches.by_key, 1) == 0)
+	if (!kw && l && keytab_reserve(&w->kwatches.by_key, 1) == 0)
 		kw = kwatch_new(w, key, flags);
 	if (!l || !kw) {
 		link_free_unused(&w->kwatches, l);
@@ -736,7 +738,7 @@ static int link_covered(struct fsnw *w, struct watch *lw, const struct kkey *key
 	bool existed = kw != NULL;
 	int ret;
 
-	if (l && htab_reserve(&t->by_key, 2) == 0) {
+	if (l && keytab_reserve(&t->by_key, 2) == 0) {
 		if (!fs && (fs = kwatch_new(w, fskey, 0)) != NULL) {
 			fs->fsmark = true;
 			fs->marked = true;
@@ -835,7 +837,7 @@ int kwatch_fs_hold(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, 
 			fs_take_back(w, fs);
 	} else {
 		*older = w->be->stable_keys && kwatch_unread_unmarks(t);
-		if (htab_reserve(&t->by_key, 1) < 0 || !(fs = kwatch_new(w, &fskey, 0))) {
+		if (keytab_reserve(&t->by_key, 1) < 0 || !(fs = kwatch_new(w, &fskey, 0))) {
 			kwatch_unmark_new(w, &fskey);
 			return -ENOMEM;
 		}
@@ -874,6 +876,22 @@ void kwatch_activate(struct kwatches *t, struct link *l)
 	if (l->pnode.next != &l->pnode) {
 		list_del(&l->pnode);
 		t->npending--;
+	}
+	l->active = true;
+}
+
+void kwatch_release_held(struct fsnw *w, struct watch *lw)
+{
+	struct link *l = &lw->own;
+
+	/* Held: a plain watch's link, inactive, not on the pending list. */
+	if (lw->tree || !lw->nlinks || l->active || l->pnode.next != &l->pnode)
+		return;
+	if (unlikely(l->kw->dropped)) {
+		/* The object went during the batch: the add fails. */
+		lw->add_failed = true;
+		kwatch_detach(w, l, false);
+		return;
 	}
 	l->active = true;
 }
@@ -934,9 +952,9 @@ struct gone {
 	uint32_t gen;
 };
 
-static void collect_gone(struct hnode *n, void *arg)
+static void collect_gone(void *val, void *arg)
 {
-	struct kwatch *kw = container_of(n, struct kwatch, node);
+	struct kwatch *kw = val;
 	struct gone *g = arg;
 
 	if (kw->dropped || kw->wd < 0 || kw->live_gen == g->gen || kw->state == KW_UNMARKING)
@@ -956,7 +974,7 @@ struct kwatch *kwatch_reconcile(struct fsnw *w)
 	if (w->be->live(w, mark_live) < 0)
 		return NULL;
 	/* Collected first: freeing while the table is walked is not allowed. */
-	htab_for_each(&w->kwatches.by_key, collect_gone, &g);
+	keytab_for_each(&w->kwatches.by_key, collect_gone, &g);
 	for (kw = g.victims; kw;) {
 		struct kwatch *next = kw->victim;
 

@@ -62,6 +62,7 @@
 #include "backend.h"
 #include "compiler.h"
 #include "htab.h"
+#include "keytab.h"
 #include "mem.h"
 #include "list.h"
 
@@ -84,29 +85,31 @@ enum kw_state {
 };
 
 struct kwatch {
-	struct hnode node;
+	/* Pointers first, then counts, then bytes, so that the record has no
+	 * holes: an inotify kernel watch takes 96 bytes, its key included. */
 	struct list links;  /* struct link.knode */
-	size_t nlinks;      /* active or pending */
+	struct list lru;    /* PARKED: in the idle cache; DOOMED: on the doomed list */
+	uint64_t serial;    /* which record this is, should one be freed and another
+			     * made at the same address */
+	struct kwatch *victim; /* reconcile: next kernel watch found gone */
+	struct kwatch *cover; /* the fsmark kernel watch this one holds a pin on, or NULL */
+	uint32_t nlinks;    /* active or pending */
 	unsigned pins;      /* walks of links, unmark calls in progress: not freed while > 0 */
 	uint32_t kmask;     /* event bits the kernel mark has */
+	uint32_t live_gen;  /* the last reconcile that found it in the kernel */
+	uint32_t ncovered;  /* fsmark: kernel watches pinning it */
+	int wd;             /* inotify watch descriptor, -1 otherwise */
 	uint8_t state;      /* enum kw_state */
 	bool excl_unlink;   /* the kernel mark has IN_EXCL_UNLINK */
 	bool dropped;       /* the kernel dropped the mark: never unmark nor park it */
 	atomic_bool unmark_done; /* UNMARKING: the syscall has returned (read unlocked) */
-	uint64_t serial;    /* which record this is, should one be freed and another
-			     * made at the same address */
 	bool marked;        /* has a kernel mark of its own: unmark it when it goes */
 	bool fsmark;        /* the mark of a whole filesystem, pinned by what it covers */
 	uint8_t bflags;     /* struct kkey.bflags */
-	uint32_t live_gen;  /* the last reconcile that found it in the kernel */
-	struct kwatch *victim; /* reconcile: next kernel watch found gone */
-	struct kwatch *cover; /* the fsmark kernel watch this one holds a pin on, or NULL */
-	size_t ncovered;    /* fsmark: kernel watches pinning it */
-	struct list lru;    /* PARKED: in the idle cache; DOOMED: on the doomed list */
-	int wd;             /* inotify watch descriptor, -1 otherwise */
-	uint32_t keylen;
+	uint8_t keylen;     /* at most KKEY_MAX */
 	unsigned char key[];
 };
+_Static_assert(KKEY_MAX <= UINT8_MAX, "a key's length fits kwatch.keylen");
 
 /* Keys of the last drops kept, as many as one flush unmarks (kwatch.c's
  * FLUSH_BATCH): a concurrent remove elsewhere in the handle does not make an
@@ -118,7 +121,7 @@ struct kwatch {
 #define KWATCH_CACHED_KEY 8
 
 struct kwatches {
-	struct htab by_key;
+	struct keytab by_key; /* by kwatch_tag of the key */
 	struct list idle;     /* parked kernel watches, most recent first */
 	struct list doomed;   /* kernel watches whose unmark waits for kwatch_flush */
 	struct list pending;  /* pending links (struct link.pnode), oldest first */
@@ -132,7 +135,6 @@ struct kwatches {
 	struct mem_cache kw_cache;   /* records with keys of up to KWATCH_CACHED_KEY bytes */
 	struct mem_cache link_cache; /* links that are not a watch's own */
 	unsigned hold_lock;   /* a tree walk runs: kernel calls keep the lock */
-	bool all_pending;     /* a batch: every link waits for its settle */
 	size_t nfsmarks;      /* filesystem-mark kernel watches (not objects watched) */
 	/* Marks removed, and how many had been when the kernel queue was last
 	 * found empty: the difference may have IN_IGNORED (inotify) or late
@@ -164,6 +166,18 @@ static inline void kwatch_queue_emptied(struct kwatches *t)
 }
 
 struct kwatch *kwatch_find(const struct kwatches *t, const unsigned char *key, size_t len);
+/* A key's tag in the table: an inotify wd is its own; a handle is hashed. */
+static inline uint32_t kwatch_tag(const unsigned char *key, size_t len)
+{
+	uint32_t wd;
+
+	if (len == sizeof(int)) {
+		memcpy(&wd, key, sizeof(wd));
+		return keytab_tag(wd);
+	}
+	return keytab_tag(hash_bytes(key, len, 0x6b77));
+}
+
 /* An inotify key is a wd: compared inline, not by a call. */
 static inline bool kwatch_key_is(const struct kwatch *kw, const unsigned char *key, size_t len)
 {
@@ -201,14 +215,21 @@ static inline void kwatch_hold_lock(struct kwatches *t, bool hold)
 }
 
 /*
- * A batch starts or ends. Its adds drop the lock between items, so a reader
- * could otherwise hear an item's events before the batch returns its wid
- * (or rolls it back): every link of a batch is pending until its settle.
+ * The calling thread starts or ends a batch. Its adds drop the lock
+ * between items, so a reader could otherwise hear an item's events before
+ * the batch returns its wid (or rolls it back): no link the batch makes
+ * hears events until the batch is done. A tree's links, and links with
+ * older events to wait for, are pending until the batch's settle; a plain
+ * watch's other link is held, inactive and on no list, until the batch
+ * releases it (kwatch_release_held), so a batch of new objects needs no
+ * settle. Other threads' adds meanwhile are as ever.
  */
-static inline void kwatch_batch(struct kwatches *t, bool on)
-{
-	t->all_pending = on;
-}
+void kwatch_batch(bool on);
+
+/* After the batch's settle: lw's held link, if it has one, hears events from
+ * now on, or, if the kernel dropped its object meanwhile, is detached and
+ * lw's add fails (add_failed). */
+void kwatch_release_held(struct fsnw *w, struct watch *lw);
 
 /* The kernel dropped the mark of this key, which the table may not know
  * (yet): see drop_gen. */

@@ -13,21 +13,27 @@
 
 #include "mem.h"
 
-struct strpool;
-
+/* Eight bytes before the string and its NUL: a path of 39 bytes fits a
+ * 48-byte record. */
 struct strref {
 	uint32_t refs;
-	uint32_t len;
-	struct strpool *pool; /* where it goes back when unused; NULL: freed */
+	uint32_t len : 31;
+	uint32_t pooled : 1; /* a pool's record (mem_cache_of finds it), else malloc'd */
 	char s[];
 };
+
+/* The longest string: len has 31 bits. */
+#define STRREF_MAX ((1u << 31) - 1)
 
 /*
  * Recycled strings for paths that come and go with watches (add/remove
  * churn), so that an add and a remove cost no malloc and free: a record
  * cache (mem.h) per size class, kept by the handle. Used under its lock.
+ * The classes are 16 bytes apart up to 64 and a half apart after it, so a
+ * string wastes a fifth of its record at most past 64 bytes.
  */
-#define STRPOOL_CLASSES 4  /* 32, 64, 128 and 256 bytes, header included */
+#define STRPOOL_CLASSES 7  /* 32, 48, 64, 96, 128, 192 and 256 bytes, header included */
+#define STRPOOL_MAX 256
 struct strpool {
 	struct mem_cache class[STRPOOL_CLASSES];
 };

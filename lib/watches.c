@@ -45,7 +45,7 @@ int watches_check(const char *path, uint32_t *mask, uint32_t *flags)
 void watches_init(struct watches *t)
 {
 	memset(t, 0, sizeof(*t));
-	htab_init(&t->by_wid);
+	keytab_init(&t->by_wid);
 	mem_cache_init(&t->cache, sizeof(struct watch));
 	strpool_init(&t->paths);
 	t->next_wid = 1;
@@ -57,9 +57,9 @@ static void free_watch(struct watches *t, struct watch *lw)
 	mem_cache_free(&t->cache, lw);
 }
 
-static void fini_watch(struct hnode *n, void *arg)
+static void fini_watch(void *val, void *arg)
 {
-	struct watch *lw = container_of(n, struct watch, node);
+	struct watch *lw = val;
 
 	tree_free(lw);
 	free_watch(arg, lw);
@@ -69,8 +69,8 @@ void watches_fini(struct fsnw *w)
 {
 	struct watches *t = &w->watches;
 
-	htab_for_each(&t->by_wid, fini_watch, t);
-	htab_fini(&t->by_wid);
+	keytab_for_each(&t->by_wid, fini_watch, t);
+	keytab_fini(&t->by_wid);
 	mem_cache_fini(&t->cache);
 	/* Queued events hold paths: the queue is freed first (fsnw_close). */
 	strpool_fini(&t->paths);
@@ -78,14 +78,12 @@ void watches_fini(struct fsnw *w)
 
 struct watch *watches_find(const struct watches *t, int wid)
 {
-	struct hnode *n;
+	struct watch *lw;
+	size_t pos;
 
-	htab_for_each_hash(n, &t->by_wid, hash_u64((uint64_t)wid)) {
-		struct watch *lw = container_of(n, struct watch, node);
-
+	keytab_for_each_tag(lw, pos, &t->by_wid, keytab_tag((uint32_t)wid))
 		if (lw->qo.wid == wid)
 			return lw;
-	}
 	return NULL;
 }
 
@@ -115,7 +113,7 @@ static int next_free_wid(struct watches *t)
 
 int watches_reserve(struct watches *t, size_t n)
 {
-	int ret = htab_reserve(&t->by_wid, n);
+	int ret = keytab_reserve(&t->by_wid, n);
 
 	return ret < 0 ? ret : mem_cache_reserve(&t->cache, n);
 }
@@ -125,7 +123,7 @@ static struct watch *watch_new(struct watches *t, const char *path, size_t len, 
 {
 	struct watch *lw;
 
-	if (htab_reserve(&t->by_wid, 1) < 0)
+	if (keytab_reserve(&t->by_wid, 1) < 0)
 		return NULL;
 	lw = mem_cache_zalloc(&t->cache, sizeof(struct watch));
 	if (!lw)
@@ -141,7 +139,7 @@ static struct watch *watch_new(struct watches *t, const char *path, size_t len, 
 	lw->adding = true;
 	list_init(&lw->links);
 	lw->qo.wid = next_free_wid(t);
-	htab_insert(&t->by_wid, &lw->node, hash_u64((uint64_t)lw->qo.wid));
+	keytab_insert(&t->by_wid, keytab_tag((uint32_t)lw->qo.wid), lw);
 	return lw;
 }
 
@@ -149,7 +147,7 @@ static struct watch *watch_new(struct watches *t, const char *path, size_t len, 
 static void watch_release(struct fsnw *w, struct watch *lw)
 {
 	assert(!lw->nlinks && !lw->tree && !lw->qo.queued);
-	htab_remove(&w->watches.by_wid, &lw->node);
+	keytab_remove(&w->watches.by_wid, keytab_tag((uint32_t)lw->qo.wid), lw);
 	free_watch(&w->watches, lw);
 }
 

@@ -21,6 +21,7 @@
 #include "compiler.h"
 #include "fsnwatch.h"
 #include "htab.h"
+#include "keytab.h"
 #include "list.h"
 #include "mem.h"
 #include "queue.h"
@@ -56,15 +57,13 @@ enum link_origin {
 };
 
 struct watch {
-	struct hnode node;   /* in the wid table */
 	struct qowner qo;    /* qo.wid is the wid */
 	uint32_t mask;       /* FSNW_ALL_EVENTS bits the caller asked for */
 	uint32_t flags;      /* FSNW_WATCH_* */
 	struct strref *path; /* as the caller gave it */
 	struct list links;   /* struct link.wnode */
-	size_t nlinks;
 	struct tree *tree;   /* set for FSNW_WATCH_TREE */
-	struct link own;     /* the single link of a plain watch, saving an allocation */
+	uint32_t nlinks;
 	/* Gone in the kernel (or oneshot fired): FSNW_IGNORED is queued and the
 	 * wid is held until the caller reads it, so it cannot be reused under
 	 * events still waiting for the old watch. */
@@ -78,10 +77,11 @@ struct watch {
 	/* An item of a batch still adding: its links wait for the batch's
 	 * own settle, not another thread's (see kwatch_batch). */
 	bool in_batch;
+	struct link own;     /* the single link of a plain watch, saving an allocation */
 };
 
 struct watches {
-	struct htab by_wid;
+	struct keytab by_wid;  /* by keytab_tag(wid) */
 	int next_wid;
 	bool wrapped;          /* next_wid has wrapped: a wid may be in use */
 	struct mem_cache cache; /* watch records */

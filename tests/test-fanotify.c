@@ -354,6 +354,59 @@ START_TEST(remove_after_move)
 }
 END_TEST
 
+/*
+ * On a mount the handle has seen, a new object is marked by its path: its
+ * handle before and after the mark, one mark for a directory, two for a
+ * file (a directory's mask is refused for it), and no fd opened.
+ */
+START_TEST(marks_by_name)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char p[PATH_MAX];
+	struct fsnw_stats s0, s1, s2;
+	struct ev *evs;
+	int first, wf, wd, n;
+
+	touch(dir, "f");
+	make_dirs(dir, "d");
+	first = fsnw_add(w, dir, FSNW_ATTRIB, 0); /* the mount is seen */
+	ck_assert_int_gt(first, 0);
+	s0 = stats_of(w);
+	wf = fsnw_add(w, pjoin(p, dir, "f"), FSNW_MODIFY, 0);
+	s1 = stats_of(w);
+	wd = fsnw_add(w, pjoin(p, dir, "d"), FSNW_CREATE, 0);
+	s2 = stats_of(w);
+	ck_assert_int_gt(wf, 0);
+	ck_assert_int_gt(wd, 0);
+	ck_assert_uint_eq(s1.sys_fanotify_mark - s0.sys_fanotify_mark, 2);
+	ck_assert_uint_eq(s1.sys_name_to_handle_at - s0.sys_name_to_handle_at, 2);
+	ck_assert_uint_eq(s1.sys_other, s0.sys_other);
+	ck_assert_uint_eq(s2.sys_fanotify_mark - s1.sys_fanotify_mark, 1);
+	ck_assert_uint_eq(s2.sys_name_to_handle_at - s1.sys_name_to_handle_at, 2);
+	ck_assert_uint_eq(s2.sys_other, s1.sys_other);
+	ck_assert_int_eq(kernel_marks().inode, 3);
+	/* Marked as what they are: the file's own events, the directory's
+	 * children's. */
+	write_bytes(dir, "f", "x");
+	touch(dir, "d/g");
+	n = collect(w, &evs, 16, 300);
+	dump_evs(evs, n);
+	ck_assert_int_eq(count_ev(evs, n, wf, FSNW_MODIFY, NULL), 1);
+	ck_assert_int_eq(count_ev(evs, n, wd, FSNW_CREATE, "g"), 1);
+	evs_free(evs);
+	/* FSNW_WATCH_ONLYDIR on the file: refused. */
+	ck_assert_int_eq(fsnw_add(w, pjoin(p, dir, "f"), FSNW_ATTRIB, FSNW_WATCH_ONLYDIR),
+			 -ENOTDIR);
+	ck_assert_int_eq(fsnw_remove(w, wf), 0);
+	ck_assert_int_eq(fsnw_remove(w, wd), 0);
+	ck_assert_int_eq(fsnw_remove(w, first), 0);
+	ck_assert_int_eq(kernel_marks().inode, 0);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 /* A key comes back when its object is watched again: older events must not. */
 START_TEST(readd_hears_nothing_older)
 {
@@ -744,6 +797,7 @@ TEST_SUITE(fanotify)
 	ADD_TEST(s, tree_fs_mark_shared);
 	ADD_TEST(s, rename_pairing);
 	ADD_TEST(s, remove_after_move);
+	ADD_TEST(s, marks_by_name);
 	ADD_TEST(s, readd_hears_nothing_older);
 	ADD_TEST(s, dir_delete_self);
 	ADD_TEST(s, merged_record_split);

@@ -839,7 +839,8 @@ static void after_close(struct fx *f, int ret, bool hit)
 /*
  * Churn reuses what it freed: after one round of adds and removes of 200
  * watches, a second round allocates nothing (the record caches of mem.h
- * hold the watch and kernel watch records and the path strings).
+ * keep the slabs of the watch and kernel watch records and of the path
+ * strings).
  */
 START_TEST(churn_reuses_records)
 {
@@ -863,7 +864,7 @@ START_TEST(churn_reuses_records)
 			ck_assert_int_eq(fsnw_remove(w, wid[i]), 0);
 		fsnw_pump(w);
 		if (round == 0)
-			ck_assert_int_ge(mem_count(), 3 * 200);
+			ck_assert_int_ge(mem_count(), 1);
 		else
 			ck_assert_int_eq(mem_count(), 0);
 	}
@@ -875,10 +876,10 @@ END_TEST
 
 /*
  * fsnw_reserve pays for the next adds: after reserving 200, 200 adds on new
- * files allocate their path strings and nothing else (with fanotify, whose
- * kernel-watch records are not cached, those records too: at most a few
- * more). A reservation
- * that runs out of memory keeps what it got and leaves the handle sound.
+ * files allocate a slab for their path strings and nothing else (with
+ * fanotify, whose kernel-watch records are not cached, those records too:
+ * at most a few more). A reservation that runs out of memory keeps what it
+ * got and leaves the handle sound.
  */
 START_TEST(reserve_pays_for_adds)
 {
@@ -911,8 +912,8 @@ START_TEST(reserve_pays_for_adds)
 	}
 	if (fan) /* and the first fanotify mark's own few */
 		ck_assert_int_le(mem_count(), 2 * 200 + 8);
-	else
-		ck_assert_int_eq(mem_count(), 200);
+	else /* the paths' lengths fall in one or two size classes */
+		ck_assert_int_le(mem_count(), 2);
 	check_consistent(w, 200);
 	for (int i = 0; i < 200; i++)
 		ck_assert_int_eq(fsnw_remove(w, wid[i]), 0);

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The tag table (lib/keytab.h) without a handle: against a model of which
+ * records are in it, through growth, removals that shift entries back
+ * across the end of the slots, and tags shared by several records.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "keytab.h"
+#include "test-common.h"
+
+#define NREC 3000
+
+struct rec {
+	uint32_t tag;
+	bool in;
+};
+
+/* Every record the model has in is found under its tag, and no other. */
+static void check_model(const struct keytab *t, struct rec *r, size_t n)
+{
+	size_t in = 0, bad = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t pos, seen = 0;
+		void *v;
+
+		keytab_for_each_tag(v, pos, t, r[i].tag) {
+			struct rec *x = v;
+
+			bad += x->tag != r[i].tag || !x->in;
+			seen += x == &r[i];
+		}
+		bad += seen != (r[i].in ? 1u : 0u);
+		in += r[i].in;
+	}
+	ck_assert_uint_eq(bad, 0);
+	ck_assert_uint_eq(t->count, in);
+}
+
+/* Random inserts and removes of n records; with few distinct tags, runs are long. */
+static void churn(unsigned seed, uint32_t ntags, size_t n)
+{
+	static struct rec r[NREC];
+	struct keytab t;
+
+	ck_assert_uint_le(n, NREC);
+	srand(seed);
+	keytab_init(&t);
+	for (size_t i = 0; i < n; i++)
+		r[i] = (struct rec){ .tag = keytab_tag((uint32_t)rand() % ntags) };
+	for (int step = 0; step < 20000; step++) {
+		struct rec *x = &r[(size_t)rand() % n];
+
+		if (x->in) {
+			keytab_remove(&t, x->tag, x);
+			x->in = false;
+		} else {
+			ck_assert_int_eq(keytab_reserve(&t, 1), 0);
+			keytab_insert(&t, x->tag, x);
+			x->in = true;
+		}
+		if (t.count * 4 > (t.mask + 1) * 3)
+			ck_abort_msg("%zu entries in %zu slots", t.count, t.mask + 1);
+		if (step % 1999 == 0)
+			check_model(&t, r, n);
+	}
+	check_model(&t, r, n);
+	keytab_fini(&t);
+}
+
+START_TEST(model_distinct_tags)
+{
+	churn(1, UINT32_MAX, NREC);
+}
+END_TEST
+
+START_TEST(model_shared_tags)
+{
+	churn(2, 7, 200);
+	churn(3, 300, NREC);
+}
+END_TEST
+
+static void count_one(void *val, void *arg)
+{
+	(void)val;
+	(*(size_t *)arg)++;
+}
+
+/* Sequential keys (wids, wds) and the wrap of a probe past the last slot. */
+START_TEST(sequential_keys)
+{
+	static struct rec r[NREC];
+	struct keytab t;
+	size_t visited = 0;
+
+	keytab_init(&t);
+	ck_assert_int_eq(keytab_reserve(&t, NREC), 0);
+	for (uint32_t i = 0; i < NREC; i++) {
+		r[i] = (struct rec){ .tag = keytab_tag(i + 1), .in = true };
+		keytab_insert(&t, r[i].tag, &r[i]);
+	}
+	check_model(&t, r, NREC);
+	/* Remove every other one, then the rest in reverse. */
+	for (uint32_t i = 0; i < NREC; i += 2) {
+		keytab_remove(&t, r[i].tag, &r[i]);
+		r[i].in = false;
+	}
+	check_model(&t, r, NREC);
+	keytab_for_each(&t, count_one, &visited);
+	ck_assert_uint_eq(visited, NREC / 2);
+	for (uint32_t i = NREC; i-- > 0;) {
+		if (!r[i].in)
+			continue;
+		keytab_remove(&t, r[i].tag, &r[i]);
+		r[i].in = false;
+	}
+	check_model(&t, r, NREC);
+	keytab_fini(&t);
+}
+END_TEST
+
+/* Tag 0 means an empty slot: the key 0 gets a tag of its own. */
+START_TEST(tag_never_zero)
+{
+	ck_assert_uint_ne(keytab_tag(0), 0);
+	ck_assert_uint_ne(keytab_tag(1ull << 32), 0);
+	ck_assert_uint_eq(keytab_tag(42), 42);
+}
+END_TEST
+
+/* An empty table finds nothing and takes nothing to fini. */
+START_TEST(empty_table)
+{
+	struct keytab t;
+	size_t pos;
+	void *v;
+	int n = 0;
+
+	keytab_init(&t);
+	keytab_for_each_tag(v, pos, &t, 5)
+		n++;
+	ck_assert_int_eq(n, 0);
+	ck_assert_int_eq(keytab_reserve(&t, SIZE_MAX), -ENOMEM);
+	keytab_fini(&t);
+}
+END_TEST
+
+TEST_SUITE(keytab)
+{
+	Suite *s = suite_create("keytab");
+
+	ADD_TEST(s, model_distinct_tags);
+	ADD_TEST(s, model_shared_tags);
+	ADD_TEST(s, sequential_keys);
+	ADD_TEST(s, tag_never_zero);
+	ADD_TEST(s, empty_table);
+	return s;
+}
