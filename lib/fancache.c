@@ -377,6 +377,8 @@ int fcache_where_now(struct fcache *c, struct fnode *n)
 void fcache_pinned(struct fcache *c, struct fnode *n)
 {
 	list_update(c, n);
+	if (n->state == FN_DEAD)
+		c->sweep = true; /* a tomb a job let go may be done with */
 	c->gen++;
 }
 
@@ -623,7 +625,7 @@ void fcache_self_gone(struct fcache *c, struct fnode *n, bool gone)
 
 static void free_node(struct fcache *c, struct fnode *n)
 {
-	assert(!n->nchildren && !n->anchors && !n->view_root);
+	assert(!n->nchildren && !n->anchors && !n->view_root && !n->job);
 	htab_remove(&c->by_key, &n->knode);
 	leave_parent(c, n);
 	if (n->lru_in == FN_LIST_TOMBS)
@@ -639,7 +641,7 @@ static void free_node(struct fcache *c, struct fnode *n)
  * (FSNW_DELETE_SELF), or it was outside every tree. */
 static bool done_with(struct fcache *c, struct fnode *n)
 {
-	return !n->nchildren && !n->anchors &&
+	return !n->nchildren && !n->anchors && !n->job &&
 	       (n->self_gone || fcache_where(c, n) == FN_OUT);
 }
 
@@ -678,7 +680,7 @@ void fcache_trim_now(struct fcache *c)
 		for (pos = c->tombs.next; pos != &c->tombs && !victim; pos = pos->next) {
 			struct fnode *n = list_entry(pos, struct fnode, lru);
 
-			if (!n->nchildren && !n->anchors)
+			if (!n->nchildren && !n->anchors && !n->job)
 				victim = n;
 		}
 		if (!victim)

@@ -15,7 +15,9 @@
  *
  *   tree_add           a new tree (its first step; the add settles the rest)
  *   tree_event         a kernel event for a walked tree's directory (route)
- *   fantree_event      a kernel event a fanotify tree may hear (route)
+ *   trees_hear         a kernel event a fanotify tree may hear (route)
+ *   trees_overflow     the kernel's queue overflowed (route)
+ *   tree_link_dropped  the kernel dropped a walked tree's directory (route)
  *   trees_settle       after a complete drain, before links go live (route)
  *   trees_after_drain  after a complete drain: the walks' steps (engine)
  *   trees_mount_fd / trees_check_mounts   the mount table (engine)
