@@ -671,6 +671,7 @@ static void sweep(struct fcache *c)
 
 void fcache_trim_now(struct fcache *c)
 {
+	assert(!c->logging);
 	if (c->sweep)
 		sweep(c);
 	while (c->ntombs > FCACHE_TOMBS) {

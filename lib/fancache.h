@@ -246,11 +246,15 @@ void fcache_self_gone(struct fcache *c, struct fnode *n, bool gone);
 
 /*
  * Keep the bounds: free dead nodes nothing more can come for, and the least
- * recently used leaves past max. Not while the caller holds node pointers.
+ * recently used leaves past max. Not while the caller holds node pointers,
+ * nor while placements are logged (fcache_log): the log holds them, for a
+ * batch that waits to be placed again, across drains.
  */
 void fcache_trim_now(struct fcache *c);
 static inline void fcache_trim(struct fcache *c)
 {
+	if (c->logging)
+		return;
 	if (c->sweep || c->ntombs > FCACHE_TOMBS || c->count > c->max)
 		fcache_trim_now(c);
 }

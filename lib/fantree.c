@@ -101,7 +101,7 @@ void fantrees_init(struct fantrees *ft, size_t cache_max)
 	fcache_init(&ft->cache, cache_max);
 }
 
-void fantrees_fini(struct fantrees *ft)
+static void late_free(struct fantrees *ft)
 {
 	struct list *pos, *tmp;
 
@@ -109,6 +109,11 @@ void fantrees_fini(struct fantrees *ft)
 		list_del(pos);
 		mem_free(list_entry(pos, struct fentry, node));
 	}
+}
+
+void fantrees_fini(struct fantrees *ft)
+{
+	late_free(ft);
 	batch_free(ft);
 	fanlist_fini(ft);
 	fanmerge_fini(ft);
@@ -1354,6 +1359,7 @@ static void maybe_reset(struct fantrees *ft)
 {
 	if (!list_empty(&ft->all))
 		return;
+	late_free(ft);
 	batch_free(ft);
 	fanlist_fini(ft);
 	fanmerge_fini(ft);
