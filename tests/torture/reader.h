@@ -37,6 +37,7 @@ struct reader {
 	pthread_cond_t cv;
 	uint64_t seen;         /* the highest sentinel applied */
 	uint64_t synced;       /* caught up with it, and paused */
+	uint64_t want;         /* the sentinel the driver waits for */
 	bool paused, stop, running;
 	int err;               /* a read or apply failed: -errno */
 	uint64_t events, overflows;
