@@ -228,6 +228,8 @@ struct fsnw_stats {
 
 	/* Since 0.4. */
 	uint64_t syscalls;         /* every syscall counted above: the sys_* fields summed */
+	uint64_t mem_mapped;       /* bytes of the handle's record slabs, which the library
+				    * maps itself (malloc's statistics do not see them) */
 };
 
 /* Copy a consistent snapshot; fills at most st->size bytes and sets st->size

@@ -72,6 +72,12 @@ FSNW_NOINLINE void mem_cache_free_other(struct mem_cache *c, void *p);
  * allocated kept. */
 int mem_cache_reserve(struct mem_cache *c, size_t n);
 
+/* Bytes the cache holds mapped. */
+static inline size_t mem_cache_mapped(const struct mem_cache *c)
+{
+	return c->nslabs * (size_t)MEM_SLAB_SIZE;
+}
+
 /* The slab of a record: slabs are aligned to their size. */
 static inline struct mem_slab *mem_slab_of(const void *p)
 {

@@ -207,6 +207,11 @@ void stats_snapshot(const struct fsnw *w, struct fsnw_stats *out)
 			out->sys_name_to_handle_at + out->sys_open_by_handle_at + out->sys_read +
 			out->sys_poll + out->sys_eventfd + out->sys_walk + out->sys_other +
 			out->sys_io_uring;
+	out->mem_mapped = mem_cache_mapped(&w->kwatches.kw_cache) +
+			  mem_cache_mapped(&w->kwatches.link_cache) +
+			  mem_cache_mapped(&w->watches.cache);
+	for (size_t i = 0; i < STRPOOL_CLASSES; i++)
+		out->mem_mapped += mem_cache_mapped(&w->watches.paths.class[i]);
 }
 
 /* The counters, by name, in struct order: the JSON keys are the field names. */
@@ -233,6 +238,7 @@ static const struct {
 	COUNTER(tree_retries), COUNTER(overflows_mount),
 	COUNTER(dropped_outside), COUNTER(tree_dirs_cached), COUNTER(tree_cache_evictions),
 	COUNTER(overflows_unresolved), COUNTER(timing_tsc), COUNTER(syscalls),
+	COUNTER(mem_mapped),
 };
 
 #define HISTOGRAM(f) { #f, offsetof(struct fsnw_stats, f) }
