@@ -77,6 +77,10 @@ static unsigned fan_out(struct fsnw *w, struct kwatch *kw, const struct kevent *
 			}
 			continue;
 		}
+		if (lw->tree && tree_event_deferred(w, l, ev)) {
+			pushes += wanted != 0;
+			continue;
+		}
 		if (!pinned) {
 			queue_flush(w->q); /* what was deferred came first */
 			kwatch_pin(kw);

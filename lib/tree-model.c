@@ -615,6 +615,31 @@ static bool self_event(struct fsnw *w, struct tree *t, struct tdir *d, const str
 	return d == t->root && (ev->mask & FSNW_MOVE_SELF);
 }
 
+bool tree_event_deferred(struct fsnw *w, struct link *l, const struct kevent *ev)
+{
+	struct tdir *d = l->tnode;
+	struct watch *lw;
+	struct strref *path;
+	uint32_t mask;
+
+	/* What tree_event does more than report: a self event, a move, a
+	 * directory's entry, a listing to touch, a MOVED_FROM held, limbo. */
+	if (!d || !ev->name || (ev->mask & (FSNW_ISDIR | FSNW_MOVE)) || d->lst || d->t->from ||
+	    d->state == TD_LIMBO)
+		return false;
+	lw = d->t->lw;
+	mask = ev->mask & (lw->mask | FSNW_ISDIR | FSNW_UNMOUNT);
+	if (!(mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT)))
+		return true;
+	path = tdir_path(d);
+	if (!path)
+		return false; /* tree_event says what is lost */
+	/* The path stays d's until a directory moves, and every event that
+	 * moves one goes through tree_event, after a queue_flush. */
+	queue_defer(w->q, &lw->qo, path, mask, ev->cookie, ev->name, ev->namelen);
+	return true;
+}
+
 bool tree_event(struct fsnw *w, struct link *l, const struct kevent *ev)
 {
 	struct tdir *d = l->tnode;

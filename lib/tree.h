@@ -15,6 +15,7 @@
  *
  *   tree_add           a new tree (its first step; the add settles the rest)
  *   tree_event         a kernel event for a walked tree's directory (route)
+ *   tree_event_deferred  the same, for one that only needs reporting
  *   trees_hear         a kernel event a fanotify tree may hear (route)
  *   trees_overflow     the kernel's queue overflowed (route)
  *   tree_link_dropped  the kernel dropped a walked tree's directory (route)
@@ -91,6 +92,13 @@ void tree_free(struct watch *lw);
  * (FSNW_IGNORED).
  */
 bool tree_event(struct fsnw *w, struct link *l, const struct kevent *ev);
+/*
+ * The same for an event that only needs reporting (a file's, in a
+ * directory with nothing pending): deferred, as a plain watch's, with the
+ * directory's lent path. Returns false, having done nothing, for any other
+ * event: then tree_event takes it.
+ */
+bool tree_event_deferred(struct fsnw *w, struct link *l, const struct kevent *ev);
 /*
  * A kernel event that a tree without a walk may hear through its
  * filesystem mark (fantree_event); plain: a watch of its own also hears
