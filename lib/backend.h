@@ -71,12 +71,12 @@ typedef bool (*kevent_fn)(void *arg, const struct kevent *ev);
  * handle's stats once it holds the lock again (sys_tally_fold, stats.h).
  */
 struct sys_tally {
-	uint32_t inotify_add_watch;
-	uint32_t inotify_rm_watch;
-	uint32_t fanotify_mark;
-	uint32_t name_to_handle_at;
-	uint32_t open_by_handle_at;
-	uint32_t other;
+	uint64_t inotify_add_watch;
+	uint64_t inotify_rm_watch;
+	uint64_t fanotify_mark;
+	uint64_t name_to_handle_at;
+	uint64_t open_by_handle_at;
+	uint64_t other;
 };
 
 /*

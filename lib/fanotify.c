@@ -43,6 +43,7 @@
 #include "fanotify.h"
 #include "handle.h"
 #include "kwatch.h"
+#include "sys.h"
 
 #ifndef AT_HANDLE_MNT_ID_UNIQUE
 #define AT_HANDLE_MNT_ID_UNIQUE 0x001 /* Linux 6.12: name_to_handle_at's mount id is u64 */
@@ -105,8 +106,7 @@ static bool has_cap(struct fsnw *w, int cap)
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
 
-	w->st.sys_other++;
-	if (syscall(SYS_capget, &hdr, data) < 0)
+	if (sys_capget(&w->st.sys_other, &hdr, data) < 0)
 		return false;
 	return data[CAP_TO_INDEX(cap)].effective & CAP_TO_MASK(cap);
 }
@@ -114,7 +114,7 @@ static bool has_cap(struct fsnw *w, int cap)
 static int fan_init(struct fsnw *w)
 {
 	struct fan *f = mem_zalloc(sizeof(*f));
-	int fd, err;
+	int fd;
 
 	if (!f)
 		return -ENOMEM;
@@ -125,17 +125,15 @@ static int fan_init(struct fsnw *w)
 	 * so that its overflow is reported. EINVAL: the kernel lacks a flag
 	 * (FAN_REPORT_TARGET_FID came with FAN_RENAME in 5.17).
 	 */
-	fd = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK |
-			   FAN_REPORT_DFID_NAME_TARGET | FAN_UNLIMITED_MARKS,
-			   O_RDONLY | O_CLOEXEC | O_LARGEFILE);
-	w->st.sys_fanotify_init++;
+	fd = sys_fanotify_init(&w->st.sys_fanotify_init,
+			       FAN_CLASS_NOTIF | FAN_NONBLOCK | FAN_REPORT_DFID_NAME_TARGET |
+			       FAN_UNLIMITED_MARKS, O_RDONLY | O_LARGEFILE);
 	if (fd < 0) {
-		err = errno;
 		mem_free(f);
-		return err == EINVAL || err == ENOSYS ? -EOPNOTSUPP : -err;
+		return fd == -EINVAL || fd == -ENOSYS ? -EOPNOTSUPP : fd;
 	}
 	if (!has_cap(w, CAP_DAC_READ_SEARCH)) {
-		close(fd);
+		sys_close(&w->st.sys_other, fd);
 		mem_free(f);
 		return -EPERM;
 	}
@@ -152,7 +150,7 @@ static void fan_fini(struct fsnw *w)
 	if (!f)
 		return;
 	for (size_t i = 0; i < f->nfs; i++) {
-		close(f->fs[i]->mntfd);
+		sys_close(&w->st.sys_other, f->fs[i]->mntfd);
 		mem_free(f->fs[i]);
 	}
 	mem_free(f->fs);
@@ -183,12 +181,6 @@ static int mark_fd(struct fsnw *w, unsigned int op, uint64_t mask, int fd, bool 
 	return ret < 0 ? -errno : 0;
 }
 
-static void close_counted(int fd, struct sys_tally *t)
-{
-	close(fd);
-	t->other++;
-}
-
 /* The handle of (fd, path) and the unique id of its mount (0 if unknown). */
 static int get_handle(struct fsnw *w, int fd, const char *path, int flags, struct fh_buf *h,
 		      uint64_t *mnt, struct sys_tally *t)
@@ -199,21 +191,22 @@ static int get_handle(struct fsnw *w, int fd, const char *path, int flags, struc
 	for (;;) {
 		h->fh.handle_bytes = MAX_HANDLE_SZ;
 		*mnt = 0;
-		t->name_to_handle_at++;
 		if (atomic_load(&f->no_unique_mnt)) {
-			ret = name_to_handle_at(fd, path, &h->fh, &mid, flags);
+			ret = sys_name_to_handle_at(&t->name_to_handle_at, fd, path, &h->fh, &mid,
+						    flags);
 		} else {
-			ret = name_to_handle_at(fd, path, &h->fh, (int *)(void *)mnt,
-						flags | AT_HANDLE_MNT_ID_UNIQUE);
+			ret = sys_name_to_handle_at(&t->name_to_handle_at, fd, path, &h->fh,
+						    (int *)(void *)mnt,
+						    flags | AT_HANDLE_MNT_ID_UNIQUE);
 		}
 		if (ret == 0)
 			return 0;
-		if (errno != EINVAL || atomic_load(&f->no_unique_mnt))
+		if (ret != -EINVAL || atomic_load(&f->no_unique_mnt))
 			break;
 		atomic_store(&f->no_unique_mnt, true);
 	}
 	/* EOPNOTSUPP: no decodable handles here (see the top of the file). */
-	return errno == EOVERFLOW ? -EOPNOTSUPP : -errno;
+	return ret == -EOVERFLOW ? -EOPNOTSUPP : ret;
 }
 
 struct statx_id {
@@ -224,10 +217,10 @@ struct statx_id {
 static int stat_id(int fd, struct statx_id *id, struct sys_tally *t)
 {
 	struct statx stx;
+	int ret = sys_statx(&t->other, fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &stx);
 
-	t->other++;
-	if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &stx) < 0)
-		return -errno;
+	if (ret < 0)
+		return ret;
 	id->mnt = stx.stx_mnt_id;
 	id->ino = stx.stx_ino;
 	id->maj = stx.stx_dev_major;
@@ -244,37 +237,33 @@ static int open_mount_root(int fd, struct sys_tally *t)
 	struct statx_id cur = { 0 }, up = { 0 }; /* set before use; -O3 cannot tell */
 	int curfd, upfd, ret;
 
-	curfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	t->other++;
+	curfd = sys_dup(&t->other, fd);
 	if (curfd < 0)
-		return -errno;
+		return curfd;
 	ret = stat_id(curfd, &cur, t);
 	for (int depth = 0; ret == 0 && depth < PATH_MAX / 2; depth++) {
-		upfd = openat(curfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		t->other++;
+		upfd = sys_openat(&t->other, curfd, "..", O_PATH | O_DIRECTORY);
 		if (upfd < 0) {
-			ret = -errno;
+			ret = upfd;
 			break;
 		}
 		ret = stat_id(upfd, &up, t);
 		/* ".." of a mount root is in the mount above; of "/" it is "/". */
 		if (ret < 0 || up.mnt != cur.mnt ||
 		    (up.ino == cur.ino && up.maj == cur.maj && up.min == cur.min)) {
-			close_counted(upfd, t);
+			sys_close(&t->other, upfd);
 			break;
 		}
-		close_counted(curfd, t);
+		sys_close(&t->other, curfd);
 		curfd = upfd;
 		cur = up;
 	}
 	if (ret == 0) {
 		/* Opening it is seen (FAN_OPEN of that directory), once per
 		 * filesystem and handle. */
-		upfd = openat(curfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		t->other++;
-		ret = upfd < 0 ? -errno : upfd;
+		ret = sys_openat(&t->other, curfd, ".", O_RDONLY | O_DIRECTORY);
 	}
-	close_counted(curfd, t);
+	sys_close(&t->other, curfd);
 	return ret;
 }
 
@@ -284,7 +273,6 @@ static int open_parent(int dirfd, const char *path, struct sys_tally *t)
 	char buf[PATH_MAX];
 	size_t len = strnlen(path, sizeof(buf));
 	char *slash;
-	int fd;
 
 	if (len >= sizeof(buf))
 		return -ENAMETOOLONG;
@@ -298,9 +286,7 @@ static int open_parent(int dirfd, const char *path, struct sys_tally *t)
 		buf[1] = '\0';
 	else
 		*slash = '\0';
-	fd = openat(dirfd, buf, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	t->other++;
-	return fd < 0 ? -errno : fd;
+	return sys_openat(&t->other, dirfd, buf, O_PATH | O_DIRECTORY);
 }
 
 /* f->lock held. */
@@ -354,16 +340,15 @@ static int fs_new(struct fan *f, const unsigned char *fsid, int objfd, bool isdi
 	}
 	rootfd = open_mount_root(startfd, t);
 	if (startfd != objfd)
-		close_counted(startfd, t);
+		sys_close(&t->other, startfd);
 	if (rootfd < 0) {
 		mem_free(fs);
 		return rootfd;
 	}
-	t->other++;
-	if (fstatfs(rootfd, &sfs) < 0 || memcmp(&sfs.f_fsid, fsid, FSID_LEN)) {
+	if (sys_fstatfs(&t->other, rootfd, &sfs) < 0 || memcmp(&sfs.f_fsid, fsid, FSID_LEN)) {
 		/* The object is a mount of its own (a bind-mounted file): no
 		 * directory above it is on its filesystem. */
-		close_counted(rootfd, t);
+		sys_close(&t->other, rootfd);
 		mem_free(fs);
 		return -EOPNOTSUPP;
 	}
@@ -397,17 +382,14 @@ static int fs_of(struct fsnw *w, uint64_t mnt, int objfd, bool isdir, int dirfd,
 	}
 	pthread_mutex_unlock(&f->lock);
 	if (fd < 0) {
-		fd = openat(dirfd, path, O_PATH | O_CLOEXEC |
-			    (flags & FSNW_WATCH_DONT_FOLLOW ? O_NOFOLLOW : 0));
-		t->other++;
+		fd = sys_openat(&t->other, dirfd, path,
+				O_PATH | (flags & FSNW_WATCH_DONT_FOLLOW ? O_NOFOLLOW : 0));
 		if (fd < 0)
-			return -errno;
+			return fd;
 	}
-	t->other++;
-	if (fstatfs(fd, &sfs) < 0) {
-		ret = -errno;
+	ret = sys_fstatfs(&t->other, fd, &sfs);
+	if (ret < 0)
 		goto out;
-	}
 	memcpy(fsid, &sfs.f_fsid, FSID_LEN);
 	pthread_mutex_lock(&f->lock);
 	*out = fs_by_fsid(f, fsid);
@@ -425,7 +407,7 @@ static int fs_of(struct fsnw *w, uint64_t mnt, int objfd, bool isdir, int dirfd,
 	pthread_mutex_unlock(&f->lock);
 out:
 	if (fd != objfd)
-		close_counted(fd, t);
+		sys_close(&t->other, fd);
 	return ret;
 }
 
@@ -498,7 +480,7 @@ static int mark_named(struct fsnw *w, int dirfd, const char *path, uint32_t mask
 static int fan_mark(struct fsnw *w, int dirfd, const char *path, uint32_t mask, uint32_t flags,
 		    int replace, struct kkey *key, struct sys_tally *t)
 {
-	int oflags = O_PATH | O_CLOEXEC | (flags & FSNW_WATCH_DONT_FOLLOW ? O_NOFOLLOW : 0);
+	int oflags = O_PATH | (flags & FSNW_WATCH_DONT_FOLLOW ? O_NOFOLLOW : 0);
 	struct fan_fs *fs;
 	struct fh_buf h;
 	bool isdir = true;
@@ -520,21 +502,19 @@ static int fan_mark(struct fsnw *w, int dirfd, const char *path, uint32_t mask, 
 	 * they are most of what is watched, and their mark takes directory
 	 * bits.
 	 */
-	fd = openat(dirfd, path, oflags | O_DIRECTORY);
-	t->other++;
-	if (fd < 0 && errno == ENOTDIR && !(flags & FSNW_WATCH_ONLYDIR)) {
+	fd = sys_openat(&t->other, dirfd, path, oflags | O_DIRECTORY);
+	if (fd == -ENOTDIR && !(flags & FSNW_WATCH_ONLYDIR)) {
 		isdir = false;
-		fd = openat(dirfd, path, oflags);
-		t->other++;
+		fd = sys_openat(&t->other, dirfd, path, oflags);
 	}
 	if (fd < 0)
-		return -errno;
+		return fd;
 	ret = get_handle(w, fd, "", AT_EMPTY_PATH, &h, &mnt, t);
 	if (ret == 0)
 		ret = fs_of(w, mnt, fd, isdir, dirfd, path, flags, &fs, t);
 	if (ret == 0)
 		ret = mark_fd(w, FAN_MARK_ADD, fan_mask(mask, isdir), fd, isdir, t);
-	close_counted(fd, t);
+	sys_close(&t->other, fd);
 	if (ret < 0)
 		return ret;
 	make_key(fs, &h, key);
@@ -662,13 +642,12 @@ static int fan_unmark(struct fsnw *w, const struct kwatch *kw, struct sys_tally 
 	if (hbytes > MAX_HANDLE_SZ || kw->keylen != FSID_LEN + sizeof(h.fh) + hbytes)
 		return -EINVAL;
 	memcpy(&h, kw->key + FSID_LEN, kw->keylen - FSID_LEN);
-	fd = open_by_handle_at(fs->mntfd, &h.fh, O_PATH | O_CLOEXEC);
-	t->open_by_handle_at++;
+	fd = sys_open_by_handle_at(&t->open_by_handle_at, fs->mntfd, &h.fh, O_PATH);
 	if (fd < 0) /* ESTALE: the object is gone, and with it the mark */
-		return errno == ESTALE || errno == ENOENT ? 0 : -errno;
+		return fd == -ESTALE || fd == -ENOENT ? 0 : fd;
 	ret = mark_fd(w, FAN_MARK_REMOVE, isdir ? FAN_ALL_OURS : FAN_ALL_OURS & ~(uint64_t)FAN_DIRONLY,
 		      fd, isdir, t);
-	close_counted(fd, t);
+	sys_close(&t->other, fd);
 	/* ENOENT: no such mark, the kernel dropped it first. */
 	return ret == -ENOENT ? 0 : ret;
 }

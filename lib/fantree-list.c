@@ -23,6 +23,7 @@
 #include "fankey.h"
 #include "handle.h"
 #include "mem.h"
+#include "sys.h"
 #include "testhook.h"
 
 #define DENTS_BUF 32768
@@ -202,12 +203,12 @@ static int sub_key(struct fsnw *w, int fd, const char *name, const struct fview 
 		   struct kkey *key)
 {
 	struct fh_buf h;
-	int mid;
+	int mid, ret;
 
 	h.fh.handle_bytes = MAX_HANDLE_SZ;
-	w->st.sys_name_to_handle_at++;
-	if (name_to_handle_at(fd, name, &h.fh, &mid, 0) < 0)
-		return -errno;
+	ret = sys_name_to_handle_at(&w->st.sys_name_to_handle_at, fd, name, &h.fh, &mid, 0);
+	if (ret < 0)
+		return ret;
 	handle_to_key(v->fsid, &h, key);
 	return 0;
 }
@@ -218,11 +219,10 @@ static int list_fd(struct fsnw *w, struct fanjob *j, int fd, const struct fview 
 	unsigned char *dents = w->trees.dents;
 
 	for (;;) {
-		ssize_t n = getdents64(fd, dents, DENTS_BUF);
+		ssize_t n = sys_getdents(&w->st.sys_walk, fd, dents, DENTS_BUF);
 
-		w->st.sys_walk++;
 		if (n <= 0)
-			return n < 0 && errno != ENOENT ? -errno : 0;
+			return n < 0 && n != -ENOENT ? (int)n : 0;
 		for (ssize_t off = 0; off < n;) {
 			struct dirent64 *e = (struct dirent64 *)(void *)(dents + off);
 			size_t len = strlen(e->d_name);
@@ -236,8 +236,8 @@ static int list_fd(struct fsnw *w, struct fanjob *j, int fd, const struct fview 
 			if (e->d_type == DT_UNKNOWN) {
 				struct stat st;
 
-				w->st.sys_walk++;
-				if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				if (sys_fstatat(&w->st.sys_walk, fd, e->d_name, &st,
+						AT_SYMLINK_NOFOLLOW) < 0)
 					continue;
 				dir = S_ISDIR(st.st_mode);
 			}
@@ -263,18 +263,17 @@ static bool read_job(struct fsnw *w, struct fanjob *j)
 	if (!v || !key_to_handle(j->dir->key, j->dir->keylen, &h))
 		return false;
 	TEST_POINT(TP_VISIT, NULL);
-	fd = open_by_handle_at(v->mntfd, &h.fh, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	w->st.sys_open_by_handle_at++;
+	fd = sys_open_by_handle_at(&w->st.sys_open_by_handle_at, v->mntfd, &h.fh,
+				   O_RDONLY | O_DIRECTORY);
 	if (fd < 0) {
 		/* Gone: its deletes say so. Else what it holds goes unreported. */
-		if (errno != ESTALE && errno != ENOENT)
+		if (fd != -ESTALE && fd != -ENOENT)
 			handle_overflow(w, OVERFLOW_UNRESOLVED);
 		return false;
 	}
 	job_reset(j);
 	ret = list_fd(w, j, fd, v);
-	close(fd);
-	w->st.sys_walk++;
+	sys_close(&w->st.sys_walk, fd);
 	if (ret < 0) {
 		handle_overflow(w, OVERFLOW_UNRESOLVED);
 		return false;

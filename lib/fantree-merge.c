@@ -29,6 +29,7 @@
 #include "fanotify.h"
 #include "handle.h"
 #include "mem.h"
+#include "sys.h"
 
 #define JOURNAL_MAX 4096
 #define PLACES_MAX 8
@@ -132,17 +133,17 @@ static int what_is_at(struct fsnw *w, struct fnode *dir, const char *name, size_
 	struct strref *dp = fcache_view_path(&w->trees.fan.cache, dir);
 	char path[PATH_MAX];
 	struct stat st;
-	int ret = -1;
+	int ret = -1, err;
 
 	if (dp && dp->len + 1 + len < sizeof(path)) {
 		memcpy(path, dp->s, dp->len);
 		path[dp->len] = '/';
 		memcpy(path + dp->len + 1, name, len);
 		path[dp->len + 1 + len] = '\0';
-		w->st.sys_walk++;
-		if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		err = sys_fstatat(&w->st.sys_walk, AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW);
+		if (err == 0)
 			ret = S_ISDIR(st.st_mode) ? 1 : 2;
-		else if (errno == ENOENT)
+		else if (err == -ENOENT)
 			ret = 0;
 	}
 	strref_put(dp);

@@ -15,6 +15,7 @@
 #include "handle.h"
 #include "mem.h"
 #include "mountinfo.h"
+#include "sys.h"
 #include "testhook.h"
 
 /* A batch longer than this is placed at once, complete drain or not: the
@@ -135,10 +136,10 @@ static int key_at(void *arg, struct fview *v, const char *rel, size_t len, struc
 	memcpy(path, rel, len);
 	path[len] = '\0';
 	h.fh.handle_bytes = MAX_HANDLE_SZ;
-	ret = name_to_handle_at(v->mntfd, len ? path : "", &h.fh, &mid, len ? 0 : AT_EMPTY_PATH);
-	w->st.sys_name_to_handle_at++;
+	ret = sys_name_to_handle_at(&w->st.sys_name_to_handle_at, v->mntfd, len ? path : "",
+				    &h.fh, &mid, len ? 0 : AT_EMPTY_PATH);
 	if (ret < 0)
-		return errno == EOVERFLOW ? -EOPNOTSUPP : -errno;
+		return ret == -EOVERFLOW ? -EOPNOTSUPP : ret;
 	/* Something is mounted on the way: the directory is hidden there. */
 	if (mid != v->mnt_id)
 		return -EXDEV;
@@ -153,20 +154,13 @@ static ssize_t fd_path(struct fsnw *w, int fd, char *buf, size_t len)
 	ssize_t n;
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	n = readlink(proc, buf, len);
-	w->st.sys_other++;
+	n = sys_readlink(&w->st.sys_other, proc, buf, len);
 	if (n < 0)
-		return -errno;
+		return n;
 	if ((size_t)n >= len)
 		return -ENAMETOOLONG;
 	buf[n] = '\0';
 	return n;
-}
-
-static void close_counted(struct fsnw *w, int fd)
-{
-	close(fd);
-	w->st.sys_other++;
 }
 
 /*
@@ -187,20 +181,18 @@ static int resolve(struct fsnw *w, struct fview *v, const unsigned char *key, si
 
 	if (!key_to_handle(key, keylen, &h))
 		return -EINVAL;
-	fd = open_by_handle_at(v->mntfd, &h.fh, O_PATH | O_CLOEXEC);
-	w->st.sys_open_by_handle_at++;
+	fd = sys_open_by_handle_at(&w->st.sys_open_by_handle_at, v->mntfd, &h.fh, O_PATH);
 	if (fd < 0)
-		return errno == ESTALE || errno == ENOENT ? -ESTALE : -errno;
+		return fd == -ESTALE || fd == -ENOENT ? -ESTALE : fd;
 	n = fd_path(w, fd, path, sizeof(path));
 	/* Open, unlinked (filesystems that still decode such a handle). */
 	if (n > 10 && !strcmp(path + n - 10, " (deleted)")) {
 		struct stat st;
 
-		w->st.sys_other++;
-		if (fstat(fd, &st) == 0 && st.st_nlink == 0)
+		if (sys_fstat(&w->st.sys_other, fd, &st) == 0 && st.st_nlink == 0)
 			n = -ESTALE;
 	}
-	close_counted(w, fd);
+	sys_close(&w->st.sys_other, fd);
 	if (n < 0)
 		return (int)n;
 	if (pre->len == 1) { /* the view's mount is "/" */
@@ -234,7 +226,7 @@ static int view_of(struct fsnw *w, const struct kkey *k, struct fview **out)
 	struct fh_buf h;
 	struct kkey root;
 	ssize_t n;
-	int fd, mid;
+	int fd, mid, ret;
 
 	*out = fcache_view(c, k->bytes, k->len);
 	if (*out)
@@ -246,9 +238,10 @@ static int view_of(struct fsnw *w, const struct kkey *k, struct fview **out)
 	if (n < 0)
 		return (int)n;
 	h.fh.handle_bytes = MAX_HANDLE_SZ;
-	w->st.sys_name_to_handle_at++;
-	if (name_to_handle_at(fd, "", &h.fh, &mid, AT_EMPTY_PATH) < 0)
-		return errno == EOVERFLOW ? -EOPNOTSUPP : -errno;
+	ret = sys_name_to_handle_at(&w->st.sys_name_to_handle_at, fd, "", &h.fh, &mid,
+				    AT_EMPTY_PATH);
+	if (ret < 0)
+		return ret == -EOVERFLOW ? -EOPNOTSUPP : ret;
 	handle_to_key(k->bytes, &h, &root);
 	return fcache_view_new(c, root.bytes, root.len, fd, mid, prefix, (size_t)n, out);
 }
@@ -689,8 +682,7 @@ static bool queue_ready(struct fsnw *w)
 {
 	struct pollfd p = { .fd = w->kfd, .events = POLLIN };
 
-	w->st.sys_poll++;
-	return poll(&p, 1, 0) > 0;
+	return sys_poll(&w->st.sys_poll, &p, 1, 0) > 0;
 }
 
 /* Pass 2: resolve every directory the batch needs and the cache lacks.
@@ -1296,15 +1288,14 @@ int fantree_add(struct fsnw *w, struct watch *lw, struct fantree **out)
 		return 1;
 	/* The directory itself, once: everything below is learnt through it,
 	 * not through its path, which may change. */
-	fd = openat(AT_FDCWD, lw->path->s, O_PATH | O_DIRECTORY | O_CLOEXEC |
-		    (lw->flags & FSNW_WATCH_DONT_FOLLOW ? O_NOFOLLOW : 0));
-	w->st.sys_other++;
+	fd = sys_openat(&w->st.sys_other, AT_FDCWD, lw->path->s,
+			O_PATH | O_DIRECTORY |
+			(lw->flags & FSNW_WATCH_DONT_FOLLOW ? O_NOFOLLOW : 0));
 	if (fd < 0)
-		return -errno;
+		return fd;
 	n = fd_path(w, fd, abs, sizeof(abs));
-	w->st.sys_other++; /* the fstat */
 	/* No /proc to name directories with: the walk can do without. */
-	ret = n < 0 ? 1 : fstat(fd, &st) < 0 ? -errno : 0;
+	ret = n < 0 ? 1 : sys_fstat(&w->st.sys_other, fd, &st);
 	t = ret ? NULL : mem_zalloc(sizeof(*t));
 	if (!ret && t) {
 		t->lw = lw;
@@ -1315,7 +1306,7 @@ int fantree_add(struct fsnw *w, struct watch *lw, struct fantree **out)
 		ret = -ENOMEM;
 	if (!ret)
 		ret = anchor_make(w, t, fd, ".", 0, lw->path, &older);
-	close_counted(w, fd);
+	sys_close(&w->st.sys_other, fd);
 	if (!ret) {
 		t->dev = st.st_dev;
 		ret = anchor_mounts(w, t, abs, (size_t)n, &older);

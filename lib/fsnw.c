@@ -12,6 +12,7 @@
 #include "handle.h"
 #include "mem.h"
 #include "stats.h"
+#include "sys.h"
 
 #define OPEN_FLAGS (FSNW_OPEN_NONBLOCK | FSNW_OPEN_NO_MERGE | FSNW_OPEN_NO_STATS | \
 		    FSNW_OPEN_BIG_TREES | FSNW_OPEN_NO_RING)
@@ -136,11 +137,11 @@ FSNW_EXPORT void fsnw_close(struct fsnw *w)
 	 * them all back before it is freed. */
 	queue_free(w->q);
 	kwatch_table_fini(&w->kwatches);
-	trees_fini(&w->trees);
+	trees_fini(&w->trees, &w->st);
 	watches_fini(w);
 	if (w->kfd >= 0) {
 		w->be->fini(w);
-		close(w->kfd);
+		sys_close(&w->st.sys_other, w->kfd);
 	}
 	engine_fini(w);
 	mem_free(w);

@@ -11,6 +11,7 @@
 #include "inotify-decode.h"
 #include "handle.h"
 #include "kwatch.h"
+#include "sys.h"
 
 /* The public bits are the inotify bits, so masks cross without translation. */
 _Static_assert(FSNW_ACCESS == IN_ACCESS, "FSNW_ACCESS");
@@ -43,11 +44,10 @@ _Static_assert(!(FSNW_SYNTHETIC & (IN_ALL_EVENTS | IN_UNMOUNT | IN_Q_OVERFLOW | 
 
 static int inotify_init_group(struct fsnw *w)
 {
-	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	int fd = sys_inotify_init(&w->st.sys_inotify_init, IN_NONBLOCK);
 
-	w->st.sys_inotify_init++;
 	if (fd < 0)
-		return -errno;
+		return fd;
 	w->kfd = fd;
 	return 0;
 }
@@ -115,18 +115,15 @@ static int inotify_live(struct fsnw *w, void (*fn)(struct fsnw *w, const unsigne
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", w->kfd);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	w->st.sys_other++;
+	fd = sys_open(&w->st.sys_other, path, O_RDONLY);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	for (;;) {
-		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		ssize_t n = sys_read(&w->st.sys_other, fd, buf + have, sizeof(buf) - 1 - have);
 		char *line = buf, *nl;
 
-		w->st.sys_other++;
 		if (n <= 0) {
-			close(fd);
-			w->st.sys_other++;
+			sys_close(&w->st.sys_other, fd);
 			return n < 0 ? -EIO : 0;
 		}
 		have += (size_t)n;

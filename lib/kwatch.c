@@ -2,7 +2,6 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <string.h>
 
 #include "compiler.h"
@@ -11,6 +10,7 @@
 #include "mem.h"
 #include "probes.h"
 #include "stats.h"
+#include "sys.h"
 
 /* A mark whose key may be dead is made again; a storm of drops cannot keep
  * an add here for ever. */
@@ -335,7 +335,7 @@ FSNW_COLD static uint64_t wait_unmarked(struct fsnw *w, const struct kkey *key)
 		if (atomic_load_explicit(&kw->unmark_done, memory_order_acquire))
 			return kw->serial;
 		dropped = unlock_for_call(w);
-		sched_yield();
+		sys_yield();
 		relock(w, dropped);
 	}
 }

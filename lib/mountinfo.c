@@ -9,6 +9,7 @@
 
 #include "mem.h"
 #include "mountinfo.h"
+#include "sys.h"
 
 #define MOUNTINFO "/proc/self/mountinfo"
 
@@ -17,41 +18,33 @@ static int read_all(int fd, char **out, size_t *len, uint64_t *calls)
 {
 	size_t cap = 16384, n = 0;
 	char *buf = mem_alloc(cap), *p;
+	ssize_t r;
 
 	if (!buf)
 		return -ENOMEM;
-	++*calls;
-	if (lseek(fd, 0, SEEK_SET) < 0)
-		goto fail;
-	for (;;) {
-		ssize_t r;
-
+	r = sys_lseek(calls, fd, 0, SEEK_SET);
+	while (r >= 0) {
 		if (n + 1 >= cap) {
 			p = mem_realloc(buf, cap * 2);
 			if (!p) {
-				errno = ENOMEM;
-				goto fail;
+				r = -ENOMEM;
+				break;
 			}
 			buf = p;
 			cap *= 2;
 		}
-		r = read(fd, buf + n, cap - n - 1);
-		++*calls;
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			goto fail;
-		if (r == 0)
-			break;
-		n += (size_t)r;
+		r = sys_read(calls, fd, buf + n, cap - n - 1);
+		if (r == 0) {
+			buf[n] = '\0';
+			*out = buf;
+			*len = n;
+			return 0;
+		}
+		if (r > 0)
+			n += (size_t)r;
 	}
-	buf[n] = '\0';
-	*out = buf;
-	*len = n;
-	return 0;
-fail:
 	mem_free(buf);
-	return -errno;
+	return (int)r;
 }
 
 /* Undo mountinfo's octal escapes (\040 for a space, ...) in place. */
@@ -136,22 +129,19 @@ static int parse(char *buf, size_t n, struct mount_table *t)
 
 int mountinfo_read(int fd, struct mount_table *t, uint64_t *calls)
 {
-	int own = fd < 0 ? open(MOUNTINFO, O_RDONLY | O_CLOEXEC) : -1;
+	int own = fd < 0 ? sys_open(calls, MOUNTINFO, O_RDONLY) : -1;
 	size_t n = 0;
 	int ret;
 
 	memset(t, 0, sizeof(*t));
 	if (fd < 0) {
-		++*calls;
 		if (own < 0)
-			return -errno;
+			return own;
 		fd = own;
 	}
 	ret = read_all(fd, &t->buf, &n, calls);
-	if (own >= 0) {
-		close(own);
-		++*calls;
-	}
+	if (own >= 0)
+		sys_close(calls, own);
 	if (ret == 0)
 		ret = parse(t->buf, n, t);
 	if (ret < 0)

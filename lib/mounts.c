@@ -8,6 +8,7 @@
 
 #include "fsnwatch.h"
 #include "mounts.h"
+#include "sys.h"
 
 #define MOUNTINFO "/proc/self/mountinfo"
 
@@ -17,12 +18,12 @@ void mounts_init(struct mounts *m)
 	m->poll_fd = m->check_fd = -1;
 }
 
-void mounts_close(struct mounts *m)
+void mounts_close(struct mounts *m, struct fsnw_stats *st)
 {
 	if (m->poll_fd >= 0)
-		close(m->poll_fd);
+		sys_close(&st->sys_other, m->poll_fd);
 	if (m->check_fd >= 0)
-		close(m->check_fd);
+		sys_close(&st->sys_other, m->check_fd);
 	mountinfo_free(&m->tab);
 	mounts_init(m);
 }
@@ -47,12 +48,11 @@ int mounts_open(struct mounts *m, struct fsnw_stats *st)
 {
 	int ret;
 
-	m->poll_fd = open(MOUNTINFO, O_RDONLY | O_CLOEXEC);
-	m->check_fd = m->poll_fd < 0 ? -1 : open(MOUNTINFO, O_RDONLY | O_CLOEXEC);
-	st->sys_other += 2;
-	ret = m->check_fd < 0 ? -errno : take_reading(m, &m->tab, st);
+	m->poll_fd = sys_open(&st->sys_other, MOUNTINFO, O_RDONLY);
+	m->check_fd = m->poll_fd < 0 ? m->poll_fd : sys_open(&st->sys_other, MOUNTINFO, O_RDONLY);
+	ret = m->check_fd < 0 ? m->check_fd : take_reading(m, &m->tab, st);
 	if (ret < 0)
-		mounts_close(m);
+		mounts_close(m, st);
 	return ret;
 }
 
@@ -67,8 +67,7 @@ int mounts_check(struct mounts *m, mount_fn fn, void *arg, struct fsnw_stats *st
 	if (m->check_fd < 0)
 		return 0;
 	/* The poll comes first: a change made while we read is seen next time. */
-	ret = poll(&p, 1, 0);
-	st->sys_other++;
+	ret = sys_poll(&st->sys_other, &p, 1, 0);
 	if (!m->stale && (ret <= 0 || !(p.revents & (POLLPRI | POLLERR))))
 		return 0;
 	ret = take_reading(m, &t, st);

@@ -33,7 +33,8 @@ struct mounts {
 void mounts_init(struct mounts *m);
 /* Open the table and take the first reading (syscalls counted in st); -errno. */
 int mounts_open(struct mounts *m, struct fsnw_stats *st);
-void mounts_close(struct mounts *m);
+/* Close it (the closes counted in st). */
+void mounts_close(struct mounts *m, struct fsnw_stats *st);
 
 /* A mount that appeared (or went, appeared false). */
 typedef void (*mount_fn)(void *arg, const struct mount_entry *m, bool appeared);

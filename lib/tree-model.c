@@ -21,6 +21,7 @@
 
 #include "mem.h"
 #include "stats.h"
+#include "sys.h"
 #include "tree-int.h"
 
 #define READ_BITS (FSNW_OPEN | FSNW_ACCESS | FSNW_CLOSE_NOWRITE)
@@ -405,8 +406,8 @@ static bool ino_at(struct fsnw *w, struct tdir *d, ino_t ino)
 
 	if (!real)
 		return false;
-	w->st.sys_walk++;
-	ret = fstatat(AT_FDCWD, real->s, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == ino;
+	ret = sys_fstatat(&w->st.sys_walk, AT_FDCWD, real->s, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	      st.st_ino == ino;
 	strref_put(real);
 	return ret;
 }

@@ -36,6 +36,7 @@
 
 #include "mem.h"
 #include "stats.h"
+#include "sys.h"
 #include "testhook.h"
 #include "tree-int.h"
 
@@ -182,11 +183,10 @@ static int list_fd(struct fsnw *w, int fd, struct tlisting *lst, bool all)
 	unsigned char *dents = w->trees.dents;
 
 	for (;;) {
-		ssize_t n = getdents64(fd, dents, DENTS_BUF);
+		ssize_t n = sys_getdents(&w->st.sys_walk, fd, dents, DENTS_BUF);
 
-		w->st.sys_walk++;
 		if (n < 0)
-			return errno == ENOENT ? 0 : -errno; /* removed while we read */
+			return n == -ENOENT ? 0 : (int)n; /* removed while we read */
 		if (n == 0)
 			return 0;
 		for (ssize_t off = 0; off < n;) {
@@ -207,8 +207,8 @@ static int list_fd(struct fsnw *w, int fd, struct tlisting *lst, bool all)
 			if (e->d_type == DT_UNKNOWN) {
 				struct stat st;
 
-				w->st.sys_walk++;
-				if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				if (sys_fstatat(&w->st.sys_walk, fd, name, &st,
+						AT_SYMLINK_NOFOLLOW) < 0)
 					continue; /* vanished */
 				dir = S_ISDIR(st.st_mode);
 			}
@@ -233,16 +233,14 @@ static void root_opened(struct fsnw *w, struct tree *t, struct tdir *d, int fd)
 	struct stat st;
 	ssize_t n;
 
-	w->st.sys_walk++;
-	if (fstat(fd, &st) == 0) {
+	if (sys_fstat(&w->st.sys_walk, fd, &st) == 0) {
 		t->root_dev = d->dev = st.st_dev;
 		t->root_ino = st.st_ino;
 	}
 	if (w->trees.mounts.check_fd < 0 || t->canon_root)
 		return;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	n = readlink(proc, buf, sizeof(buf));
-	w->st.sys_other++;
+	n = sys_readlink(&w->st.sys_other, proc, buf, sizeof(buf));
 	/* Without it, mounts below this tree are not followed. */
 	if (n > 0 && n < (ssize_t)sizeof(buf) && buf[0] == '/')
 		t->canon_root = strref_new(buf, (size_t)n);
@@ -271,8 +269,8 @@ static bool still_there(struct fsnw *w, struct tdir *x)
 
 	if (!real)
 		return false;
-	w->st.sys_walk++;
-	ret = fstatat(AT_FDCWD, real->s, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == x->ino;
+	ret = sys_fstatat(&w->st.sys_walk, AT_FDCWD, real->s, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	      st.st_ino == x->ino;
 	strref_put(real);
 	return ret;
 }
@@ -342,8 +340,8 @@ static bool mount_root(struct fsnw *w, int fd, struct tdir *d)
 {
 	struct statx stx;
 
-	w->st.sys_walk++;
-	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_INO, &stx) < 0)
+	if (sys_statx(&w->st.sys_walk, fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_INO,
+		      &stx) < 0)
 		return false;
 	if (!(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
 	    !(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
@@ -368,14 +366,11 @@ static bool identity_holds(struct fsnw *w, struct tdir *d, int fd, const struct 
 		return true;
 	if (mount_root(w, fd, d))
 		return true;
-	if (!parent) {
-		w->st.sys_walk++;
-		parent = fstatat(fd, "..", &st, 0) == 0 && st.st_ino == d->parent->ino;
-	}
-	if (!self) {
-		w->st.sys_walk++;
-		self = fstat(fd, &st) == 0 && st.st_ino == d->ino;
-	}
+	if (!parent)
+		parent = sys_fstatat(&w->st.sys_walk, fd, "..", &st, 0) == 0 &&
+			 st.st_ino == d->parent->ino;
+	if (!self)
+		self = sys_fstat(&w->st.sys_walk, fd, &st) == 0 && st.st_ino == d->ino;
 	return self && parent;
 }
 
@@ -460,13 +455,12 @@ static int open_dir(struct fsnw *w, struct tree *t, struct tdir *d)
 	if (!real)
 		return -ENOMEM;
 	TEST_POINT(TP_VISIT, real->s);
-	fd = openat(AT_FDCWD, real->s, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
-				       (nofollow ? O_NOFOLLOW : 0));
-	w->st.sys_walk++;
+	fd = sys_openat(&w->st.sys_walk, AT_FDCWD, real->s,
+			O_RDONLY | O_DIRECTORY | (nofollow ? O_NOFOLLOW : 0));
 	if (fd >= 0)
 		TEST_POINT(TP_OPENED, real->s);
 	strref_put(real);
-	return fd < 0 ? -errno : fd;
+	return fd;
 }
 
 /* Another filesystem, not followed under FSNW_WATCH_ONE_FS? */
@@ -476,8 +470,7 @@ static bool other_fs(struct fsnw *w, struct tree *t, struct tdir *d, int fd)
 
 	if (d == t->root || !(t->lw->flags & FSNW_WATCH_ONE_FS))
 		return false;
-	w->st.sys_walk++;
-	return fstat(fd, &st) == 0 && st.st_dev != t->root_dev;
+	return sys_fstat(&w->st.sys_walk, fd, &st) == 0 && st.st_dev != t->root_dev;
 }
 
 /* Read d: watch it, list it, check that it is d. 0, 1 (wait), -errno. */
@@ -534,14 +527,12 @@ static void visit(struct fsnw *w, struct tree *t, struct tdir *d)
 	 * its watch fails. */
 	d->walk_gen = t->ts->window_gen;
 	if (other_fs(w, t, d, fd)) {
-		close(fd);
-		w->st.sys_walk++;
+		sys_close(&w->st.sys_walk, fd);
 		tdir_set_state(d, TD_FAILED); /* not followed: nothing is lost */
 		return;
 	}
 	ret = read_dir(w, t, d, fd, &x);
-	close(fd);
-	w->st.sys_walk++;
+	sys_close(&w->st.sys_walk, fd);
 #ifdef FSNW_TEST_HOOKS
 	if (!ret) {
 		struct strref *p = tdir_real_path(x);

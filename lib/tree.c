@@ -15,6 +15,7 @@
 
 #include "mem.h"
 #include "stats.h"
+#include "sys.h"
 #include "tree-int.h"
 
 #define DENTS_BUF 32768
@@ -47,9 +48,8 @@ bool tree_root_still_there(struct fsnw *w, const struct tree *t)
 
 	if (!real)
 		return true; /* cannot tell: keep it */
-	ret = fstatat(AT_FDCWD, real->s, &st,
-		      (t->lw->flags & FSNW_WATCH_DONT_FOLLOW) ? AT_SYMLINK_NOFOLLOW : 0);
-	w->st.sys_walk++;
+	ret = sys_fstatat(&w->st.sys_walk, AT_FDCWD, real->s, &st,
+			  (t->lw->flags & FSNW_WATCH_DONT_FOLLOW) ? AT_SYMLINK_NOFOLLOW : 0);
 	strref_put(real);
 	return ret == 0 && st.st_dev == t->root_dev && st.st_ino == t->root_ino;
 }
@@ -157,13 +157,14 @@ void tree_undo(struct fsnw *w, struct watch *lw)
 	tree_free_struct(&w->trees, lw);
 }
 
-static int absolute_root(struct tree *t, const struct strref *path)
+static int absolute_root(struct fsnw *w, struct tree *t, const struct strref *path)
 {
-	char *cwd = getcwd(NULL, 0);
 	struct strref *c;
+	char *cwd;
+	int ret = sys_getcwd(&w->st.sys_other, &cwd);
 
-	if (!cwd)
-		return -errno;
+	if (ret < 0)
+		return ret;
 	c = strref_new(cwd, strlen(cwd));
 	free(cwd);
 	t->abs_root = c ? strref_join(c, path->s, path->len) : NULL;
@@ -194,7 +195,7 @@ static int walked_add(struct fsnw *w, struct tree *t)
 	int ret = dents_buffer(ts);
 
 	if (ret == 0 && t->lw->path->s[0] != '/')
-		ret = absolute_root(t, t->lw->path);
+		ret = absolute_root(w, t, t->lw->path);
 	t->root = ret < 0 ? NULL : tdir_new(t, NULL, "", 0);
 	if (!t->root)
 		return ret < 0 ? ret : -ENOMEM;
@@ -543,9 +544,9 @@ void trees_init(struct trees *ts, size_t cache_max)
 	fantrees_init(&ts->fan, cache_max);
 }
 
-void trees_fini(struct trees *ts)
+void trees_fini(struct trees *ts, struct fsnw_stats *st)
 {
-	mounts_close(&ts->mounts);
+	mounts_close(&ts->mounts, st);
 	fantrees_fini(&ts->fan);
 	mem_free(ts->dents);
 	ts->dents = NULL;

@@ -66,7 +66,7 @@ struct trees {
 void trees_init(struct trees *ts, size_t cache_max);
 /* Free the walk buffer, the mount table and the fanotify trees' cache (the
  * trees go with their watches). */
-void trees_fini(struct trees *ts);
+void trees_fini(struct trees *ts, struct fsnw_stats *st);
 
 /*
  * Start a tree add: on fanotify, where it can, the tree is set up without a
