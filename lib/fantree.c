@@ -499,8 +499,10 @@ static void deliver(struct fsnw *w, const struct fev *e, struct fnode *n)
 		misplaced(w, e, n);
 	if (e->name) {
 		where = deliver_at(w, n, e, e->mask, e->name, e->namelen);
-		/* After: whether the name was told before this event matters. */
-		if (n->job)
+		/* After: whether the name was told before this event matters.
+		 * Only a create, delete or move tells it; the listing still
+		 * answers for a name another event only names. */
+		if (n->job && (e->mask & FSNW_DIRENT_BITS))
 			fanlist_touch(n, e->name, e->namelen);
 		if (where == FN_IN)
 			fanmerge_note(w, e);

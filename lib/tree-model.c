@@ -682,7 +682,9 @@ bool tree_event(struct fsnw *w, struct link *l, const struct kevent *ev)
 	}
 	if (!ev->name)
 		return self_event(w, t, d, ev);
-	if (d->lst)
+	/* Only an entry's create, delete or move tells whether it is there:
+	 * the listing still answers for a name another event only names. */
+	if (d->lst && (ev->mask & (FSNW_CREATE | FSNW_DELETE | FSNW_MOVE)))
 		walk_touch(d, ev->name, ev->namelen);
 	if (ev->mask & FSNW_MOVED_FROM) {
 		hold_from(w, t, d, ev);

@@ -28,7 +28,8 @@
 #include "testhook.h"
 #include "tree-view.h"
 
-#define MASK (FSNW_CREATE | FSNW_DELETE | FSNW_MOVE | FSNW_DELETE_SELF | FSNW_MOVE_SELF)
+#define MASK (FSNW_CREATE | FSNW_DELETE | FSNW_MOVE | FSNW_DELETE_SELF | FSNW_MOVE_SELF | \
+	      FSNW_ATTRIB)
 
 struct race {
 	struct fsnw *w;
@@ -423,6 +424,34 @@ START_TEST(swap_inside_moved_in)
 }
 END_TEST
 
+/* Entries of x named by events that do not create, delete or move them
+ * (an ATTRIB of a file and of a subdirectory) while x's listing waits to
+ * stand: the listing still answers for them. */
+static void attrib_inside(struct race *r)
+{
+	char a[PATH_MAX];
+
+	ck_assert_int_eq(utimensat(AT_FDCWD, at_w(r, a, "x/f0"), NULL, 0), 0);
+	ck_assert_int_eq(chmod(at_w(r, a, "x/s"), 0700), 0);
+}
+
+START_TEST(attrib_inside_moved_in)
+{
+	struct race r;
+	char p[PATH_MAX], q[PATH_MAX];
+
+	race_start(&r, test_backend == FSNW_BACKEND_INOTIFY ? TP_LISTED : TP_VISIT,
+		   test_backend == FSNW_BACKEND_INOTIFY ? "/x" : NULL, attrib_inside);
+	mkd(at_o(&r, p, "x"));
+	fill(p, 3);
+	race_watch(&r);
+	mv(at_o(&r, p, "x"), at_w(&r, q, "x"));
+	race_check(&r);
+	ck_assert_int_eq(r.fired, 1);
+	race_end(&r);
+}
+END_TEST
+
 /* ---- resolutions overtaken by a swap (fanotify) ---- */
 
 static void swap_parents(struct race *r)
@@ -627,5 +656,6 @@ TEST_SUITE(tree_race)
 	ADD_TEST(s, rename_repeated);
 	ADD_TEST(s, create_renamed_back_deleted);
 	ADD_TEST(s, created_filled_deleted);
+	ADD_TEST(s, attrib_inside_moved_in);
 	return s;
 }
