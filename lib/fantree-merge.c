@@ -127,8 +127,28 @@ void fanmerge_note(struct fsnw *w, const struct fev *e)
 	m->place[m->nplaces++] = p;
 }
 
-/* Is something at name in dir now? 1 a directory, 2 something else, 0 nothing, -1 unknown. */
-static int what_is_at(struct fsnw *w, struct fnode *dir, const char *name, size_t len)
+/* Is the object at path another than m? Unknown counts as m. */
+static bool another_at(struct fsnw *w, const char *path, const struct mentry *m)
+{
+	struct fh_buf h;
+	size_t len;
+	int mid;
+
+	h.fh.handle_bytes = MAX_HANDLE_SZ;
+	if (sys_name_to_handle_at(&w->st.sys_name_to_handle_at, AT_FDCWD, path, &h.fh, &mid,
+				  0) < 0)
+		return false;
+	len = FH_FIXED + h.fh.handle_bytes;
+	return m->keylen != FSID_BYTES + len || memcmp(m->key + FSID_BYTES, &h.fh, len);
+}
+
+/*
+ * What is at name in dir now: 1 m, a directory; 2 m, something else; 0
+ * nothing; 3 another object (its own events speak for the name); -1
+ * unknown.
+ */
+static int what_is_at(struct fsnw *w, struct fnode *dir, const char *name, size_t len,
+		      const struct mentry *m)
 {
 	struct strref *dp = fcache_view_path(&w->trees.fan.cache, dir);
 	char path[PATH_MAX];
@@ -142,7 +162,7 @@ static int what_is_at(struct fsnw *w, struct fnode *dir, const char *name, size_
 		path[dp->len + 1 + len] = '\0';
 		err = sys_fstatat(&w->st.sys_walk, AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW);
 		if (err == 0)
-			ret = S_ISDIR(st.st_mode) ? 1 : 2;
+			ret = another_at(w, path, m) ? 3 : S_ISDIR(st.st_mode) ? 1 : 2;
 		else if (err == -ENOENT)
 			ret = 0;
 	}
@@ -160,10 +180,11 @@ static void check_names(struct fsnw *w, struct mentry *m)
 		struct mplace *p = m->place[i];
 		const char *name = (const char *)p->data + p->dkeylen;
 		struct fnode *dir = fcache_find(c, p->data, p->dkeylen);
-		int what = dir ? what_is_at(w, dir, name, p->namelen) : -1;
+		int what = dir ? what_is_at(w, dir, name, p->namelen, m) : -1;
 
-		/* Its directory went (its events say so), or as told. */
-		if (what < 0 || (what != 0) == !p->left)
+		/* Its directory went (its events say so), another took the
+		 * name, or as told. */
+		if (what < 0 || what == 3 || (what != 0) == !p->left)
 			continue;
 		fantree_synthetic(w, dir, what ? FSNW_CREATE | (what == 1 ? FSNW_ISDIR : 0) :
 						 FSNW_DELETE, 0, name, p->namelen);

@@ -362,7 +362,7 @@ static int deliver_at(struct fsnw *w, struct fnode *n, const struct fev *e, uint
 		for (struct fanchor *a = at->anchors; a; a = a->next) {
 			struct fantree *t = a->owner;
 			struct watch *lw = t->lw;
-			uint32_t m = mask & (lw->mask | FSNW_ISDIR);
+			uint32_t m = mask & (lw->mask | FSNW_ISDIR | FSNW_SYNTHETIC);
 			struct strref *path;
 
 			if (t->mark == d)

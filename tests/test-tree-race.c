@@ -610,6 +610,25 @@ START_TEST(create_renamed_back_deleted)
 }
 END_TEST
 
+/* A file renamed twice leaves a name that a new directory then takes: what
+ * is there now is another object, whose own events speak for the name. */
+START_TEST(name_taken_after_renames)
+{
+	struct race r;
+	char p[PATH_MAX], q[PATH_MAX];
+
+	race_start(&r, TP_VISIT, NULL, NULL);
+	race_watch(&r);
+	mkf(at_w(&r, p, "a"));
+	mv(at_w(&r, p, "a"), at_w(&r, q, "b"));
+	mv(at_w(&r, p, "b"), at_w(&r, q, "c"));
+	mkd(at_w(&r, p, "a"));
+	mkf(at_w(&r, p, "a/f"));
+	race_check(&r);
+	race_end(&r);
+}
+END_TEST
+
 /* d's create and delete are one record, ahead of e's create in d and of
  * the move of e out of d: the delete must come after them. */
 START_TEST(created_filled_deleted)
@@ -656,6 +675,7 @@ TEST_SUITE(tree_race)
 	ADD_TEST(s, rename_repeated);
 	ADD_TEST(s, create_renamed_back_deleted);
 	ADD_TEST(s, created_filled_deleted);
+	ADD_TEST(s, name_taken_after_renames);
 	ADD_TEST(s, attrib_inside_moved_in);
 	return s;
 }
