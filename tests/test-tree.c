@@ -618,12 +618,10 @@ START_TEST(parent_renamed_before_walk)
 END_TEST
 
 /*
- * A directory moved in is the caller's to list, by the name its MOVED_TO
- * gave; renamed before that, it is no longer there. A walking tree reads it
- * under its new name and reports what it holds (synthetic). A fanotify
- * tree reads no directory: the rename that overtook the listing follows in
- * the events, and the caller lists the directory again at its MOVED_TO
- * (libfsnwatch(7), "Moves"). Either way it is watched.
+ * A directory moved in and renamed before the library lists it: the library
+ * lists it where it is by then and reports what it holds there (synthetic),
+ * after the rename (libfsnwatch(7), "The tree event contract"). Either way
+ * it is watched.
  */
 START_TEST(moved_in_renamed_before_walk)
 {
@@ -652,8 +650,8 @@ START_TEST(moved_in_renamed_before_walk)
 		ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR | FSNW_SYNTHETIC,
 					 m2, "s"), 0);
 	}
-	/* The caller lists m as its MOVED_TO comes: m is gone by then. No
-	 * loss to say: nothing overflows. */
+	/* m is gone by the time it is listed: no loss to say, nothing
+	 * overflows. */
 	ck_assert_int_eq(count_mask(evs, n, FSNW_OVERFLOW), 0);
 	view_apply(&v, evs, n);
 	ck_assert_int_eq(view_diff(&v), 0);
