@@ -406,7 +406,7 @@ START_TEST(unreadable_dir_not_retried)
 }
 END_TEST
 
-/* ---- issue 16: what trees guarantee ---- */
+/* ---- what trees guarantee: the tree event contract of libfsnwatch(7) ---- */
 
 /* Events that a read of a directory makes: the walks' echoes, never the caller's here. */
 #define READS (FSNW_OPEN | FSNW_ACCESS | FSNW_CLOSE_NOWRITE)
@@ -415,7 +415,7 @@ END_TEST
  * The backend reads each directory of a tree (a kernel watch per directory,
  * synthetic events for what a new one held). The cases below assert what a
  * tree promises on every backend, and how the walks keep it only here: a
- * fanotify tree without walks (issue 19) keeps the same promises otherwise.
+ * fanotify tree without walks ("Trees on fanotify") keeps them otherwise.
  */
 static bool walks(void)
 {
@@ -757,7 +757,7 @@ END_TEST
  * rm -rf of a subtree: every entry's DELETE, on its directory's path. rm
  * opens each directory to list it before deleting it; fanotify may merge a
  * directory's DELETE_SELF into that earlier OPEN record, which then arrives
- * before the DELETEs of its entries (issue 16, item 4).
+ * before the DELETEs of its entries.
  */
 START_TEST(rm_rf_reports_every_delete)
 {
@@ -1020,8 +1020,9 @@ TEST_SUITE(tree)
 }
 
 /*
- * What the fanotify backend does not do yet (issue 16 item 4; the walk-less
- * fanotify tree of issue 19 is to): run on its own, expected to fail there.
+ * rm -rf in a suite of its own, so that tests/meson.build can run it apart,
+ * expected to fail, on a backend that does not pass it (fanotify_pending:
+ * none now).
  */
 TEST_SUITE(tree_deletes)
 {
