@@ -2,7 +2,8 @@
 /*
  * The user-space event queue: a FIFO of undelivered events plus a hash index
  * used to merge a new event into an equal unread one (after the kernel's
- * fanotify merge queue, seeds/004).
+ * fanotify merge queue: Amir Goldstein's series "Performance improvement
+ * for fanotify merge", Linux 5.13).
  *
  * Contract:
  * - Equal means same owner (logical watch), same reported path, same mask,

@@ -249,8 +249,8 @@ static int write_outside(struct fsnw *w, const char *root, struct fsnw_stats *s0
 
 /*
  * A wider tree removed: the filesystem mark narrows to what the trees left
- * ask for, so that writes outside them are not read at all (issue 17,
- * finding 2). The tree left hears what it asked for.
+ * ask for, so that writes outside them are not read at all. The tree left
+ * hears what it asked for.
  */
 START_TEST(wide_tree_gone_narrows_mark)
 {
@@ -405,8 +405,8 @@ START_TEST(warm_moves_in_and_out)
 END_TEST
 
 /*
- * A new directory filled and renamed before anything is read (the tree
- * issue's case 2): every step is reported where it happened, and what was
+ * A new directory filled and renamed before anything is read (mkdir,
+ * fill, rename): every step is reported where it happened, and what was
  * moved in keeps being heard at its new place.
  */
 START_TEST(filled_then_renamed)

@@ -406,7 +406,7 @@ START_TEST(unreadable_dir_not_retried)
 }
 END_TEST
 
-/* ---- issue 16: what trees guarantee ---- */
+/* ---- what trees guarantee: the tree event contract of libfsnwatch(7) ---- */
 
 /* Events that a read of a directory makes: the walks' echoes, never the caller's here. */
 #define READS (FSNW_OPEN | FSNW_ACCESS | FSNW_CLOSE_NOWRITE)
@@ -415,7 +415,7 @@ END_TEST
  * The backend reads each directory of a tree (a kernel watch per directory,
  * synthetic events for what a new one held). The cases below assert what a
  * tree promises on every backend, and how the walks keep it only here: a
- * fanotify tree without walks (issue 19) keeps the same promises otherwise.
+ * fanotify tree without walks ("Trees on fanotify") keeps them otherwise.
  */
 static bool walks(void)
 {
@@ -618,12 +618,10 @@ START_TEST(parent_renamed_before_walk)
 END_TEST
 
 /*
- * A directory moved in is the caller's to list, by the name its MOVED_TO
- * gave; renamed before that, it is no longer there. A walking tree reads it
- * under its new name and reports what it holds (synthetic). A fanotify
- * tree reads no directory: the rename that overtook the listing follows in
- * the events, and the caller lists the directory again at its MOVED_TO
- * (libfsnwatch(7), "Moves"). Either way it is watched.
+ * A directory moved in and renamed before the library lists it: the library
+ * lists it where it is by then and reports what it holds there (synthetic),
+ * after the rename (libfsnwatch(7), "The tree event contract"). Either way
+ * it is watched.
  */
 START_TEST(moved_in_renamed_before_walk)
 {
@@ -652,8 +650,8 @@ START_TEST(moved_in_renamed_before_walk)
 		ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR | FSNW_SYNTHETIC,
 					 m2, "s"), 0);
 	}
-	/* The caller lists m as its MOVED_TO comes: m is gone by then. No
-	 * loss to say: nothing overflows. */
+	/* m is gone by the time it is listed: no loss to say, nothing
+	 * overflows. */
 	ck_assert_int_eq(count_mask(evs, n, FSNW_OVERFLOW), 0);
 	view_apply(&v, evs, n);
 	ck_assert_int_eq(view_diff(&v), 0);
@@ -759,7 +757,7 @@ END_TEST
  * rm -rf of a subtree: every entry's DELETE, on its directory's path. rm
  * opens each directory to list it before deleting it; fanotify may merge a
  * directory's DELETE_SELF into that earlier OPEN record, which then arrives
- * before the DELETEs of its entries (issue 16, item 4).
+ * before the DELETEs of its entries.
  */
 START_TEST(rm_rf_reports_every_delete)
 {
@@ -1022,8 +1020,9 @@ TEST_SUITE(tree)
 }
 
 /*
- * What the fanotify backend does not do yet (issue 16 item 4; the walk-less
- * fanotify tree of issue 19 is to): run on its own, expected to fail there.
+ * rm -rf in a suite of its own, so that tests/meson.build can run it apart,
+ * expected to fail, on a backend that does not pass it (fanotify_pending:
+ * none now).
  */
 TEST_SUITE(tree_deletes)
 {

@@ -71,13 +71,14 @@ tiny() {
 
 case "$case_" in
 report-seeds)
-	# The seeds' published medians give the seeds' published percentages.
+	# The reports' published medians give the reports' published percentages.
 	f=$fixtures
-	run report "$f/seed000-parentA.csv" "$f/seed000-child.csv" "$f/seed000-parentB.csv" ||
-		fail "report exited $?"
+	c=$f/churn-94bd01253c3d
+	run report "$c-parentA.csv" "$c-child.csv" "$c-parentB.csv" || fail "report exited $?"
 	has "$(row ' distinct  ')" 4182.614 4920.865 4274.895 +17.65% +15.11% 2.18% signal
 	has "$(row 'distinct/shared')" 0.248777 0.292725 0.240657 +17.67% +21.64% 3.32% signal
-	# Seed 000's controls and shared topology did not move: a result, "no signal".
+	# The 94bd01253c3d report's controls and shared topology did not move: a
+	# result, "no signal".
 	has "$(row ' shared  ')" 17352.42 -0.97% -3.39% 2.47% "no signal" "0.97% < 5%"
 	has "$(row ' update  ')" 390.677 +0.10% +0.15% "no signal"
 	has "$(row ' lookup  ')" 594.964 +0.08% -0.27% "no signal"
@@ -85,15 +86,16 @@ report-seeds)
 	has "$(row '^2 signals, 4 no signal, 0 gate misses')"
 	# The scaling sandwich: W16-SMT missed the CV gate with 15.006954% in the
 	# child, which must not read "15.0% > 15%".
-	run report "$f/seed000-scaling-parentA.csv" "$f/seed000-scaling-child.csv" \
-		"$f/seed000-scaling-parentB.csv" || fail "report exited $?"
+	run report "$c-scaling-parentA.csv" "$c-scaling-child.csv" "$c-scaling-parentB.csv" ||
+		fail "report exited $?"
 	has "$(row ' 16  distinct/shared')" "GATE MISS" "CV 15.01% > 15% in run 2" "(+19.22%)"
 	has "$(row ' 6  distinct  ')" +9.03% +9.56% signal
 	has "$(row ' 8  distinct/shared')" +17.62% +16.80% signal
 	case "$(row 'CV 15.0%')" in ?*) fail "a CV printed equal to the gate it missed" ;; esac
-	# Seed 001: six boots; every comparison of its table.
-	set -- "$f/seed001-7.0.14-A.csv" "$f/seed001-7.1.3.csv" "$f/seed001-parent-A.csv" \
-		"$f/seed001-child.csv" "$f/seed001-parent-B.csv" "$f/seed001-7.0.14-B.csv"
+	# The flistxattr report: six boots; every comparison of its table.
+	x=$f/xattr-1e7cd8a53b72
+	set -- "$x-7.0.14-A.csv" "$x-7.1.3.csv" "$x-parent-A.csv" "$x-child.csv" "$x-parent-B.csv" \
+		"$x-7.0.14-B.csv"
 	run report --controls 1,6 --candidate 2 "$@" || fail "report exited $?"
 	has "$(row flistxattr)" 218.202 336.14 217.007 +54.47% -0.55% signal
 	# The candidate may be the midpoint of two runs: parents vs 7.0.
@@ -107,8 +109,7 @@ report-seeds)
 	run report --candidate 2,3,4 "$@" >/dev/null 2>&1; [ $? -eq 2 ] ||
 		fail "three candidates: not a usage error"
 	# Without --controls: the first and last runs, each run between a candidate.
-	run report "$f/seed001-7.0.14-A.csv" "$f/seed001-7.1.3.csv" \
-		"$f/seed001-7.0.14-B.csv" || fail "report exited $?"
+	run report "$x-7.0.14-A.csv" "$x-7.1.3.csv" "$x-7.0.14-B.csv" || fail "report exited $?"
 	has "$(row flistxattr)" +54.47% signal
 	;;
 report-gates)
@@ -256,9 +257,9 @@ quick-refuses)
 	grep -q 'could not be filled' "$tmp/out" || fail "no summary line"
 	;;
 churn-method)
-	# Seed 000's method: every round of raw is a process of its own with a
-	# fresh fixture, and its W workers meet at one barrier of their own;
-	# raw-warm keeps one fixture per topology, in one process, for the pass.
+	# The 94bd01253c3d report's method: every round of raw is a process of its
+	# own with a fresh fixture, and its W workers meet at one barrier of their
+	# own; raw-warm keeps one fixture per topology, in one process, for the pass.
 	FSNW_BENCH_TRACE=$tmp/trace run churn --size tiny --quiet --groups 4 --workers 1,2 \
 		--warmup 1 --rounds 2 --variants raw,raw-warm --csv "$tmp/c.csv" >/dev/null ||
 		fail "churn exited $?"
@@ -279,7 +280,7 @@ churn-method)
 			fail "raw-warm W=$W: not one process"
 	done
 	grep -q '^churn,raw-warm,.*,distinct\.remove,' "$tmp/c.csv" || fail "no raw-warm rows"
-	# The controls as the seed sets them up: one worker, the seed's masks, N calls.
+	# The controls as the report's reproducer sets them up: one worker, its masks, N calls.
 	FSNW_BENCH_TRACE=$tmp/trace2 run churn --size tiny --quiet --workers 1,2 \
 		--variants bulk-raw,bulk-lib,mask-update,path-lookup --control-calls 100 \
 		--csv "$tmp/k.csv" >/dev/null || fail "churn controls exited $?"
@@ -289,10 +290,10 @@ churn-method)
 		END { exit bad || !m || !p }' "$tmp/k.csv" ||
 		fail "mask-update/path-lookup rows: $(grep -e mask-update -e path-lookup "$tmp/k.csv")"
 	grep -q '^churn: bulk-raw round 1: 64 fresh directories, mask IN_CREATE|IN_DELETE|IN_MOVED_FROM|IN_MOVED_TO$' \
-		"$tmp/trace2" || fail "bulk: not the seed's set-up"
+		"$tmp/trace2" || fail "bulk: not the reproducer's set-up"
 	;;
 seed-size)
-	# --size seed runs one worker per CPU, not the seed machine's 8.
+	# --size seed runs one worker per CPU, not the report machine's 8.
 	cpus=$(nproc)
 	G=$cpus
 	[ "$G" -ge 8 ] || G=8
@@ -306,7 +307,7 @@ seed-size)
 	[ "$ran" = "1 " ] || fail "--size seed --cpus 0 ran workers $ran"
 	has "$(row '^churn W=1: workers CPU 0, one per CPU')"
 	# A CPU list that does not hold a CPU per worker is refused, as the
-	# seed's reproducer refuses it...
+	# report's reproducer refuses it...
 	run churn --size tiny --variants raw --cpus 0 --workers 1,2 >/dev/null 2>&1
 	[ $? -eq 2 ] || fail "2 workers on --cpus 0: not refused"
 	grep -q 'one per worker' "$tmp/err" || fail "no reason given"
@@ -358,7 +359,7 @@ parent-write-seed)
 	FSNW_BENCH_TRACE=$tmp/trace run parent-write --size tiny --quiet --clients 1 \
 		--csv "$tmp/p.csv" >/dev/null || fail "parent-write exited $?"
 	grep -q '^parent-write: parent X=1 round 1: IN_MODIFY on the directory, no reader, queue drained after the round$' \
-		"$tmp/trace" || fail "parent: not the seed's shape"
+		"$tmp/trace" || fail "parent: not Jan Kara's shape"
 	# Nobody read during the run, so the kernel merged one client's writes
 	# into the one event at the tail of its queue.
 	awk -F, '$2 == "parent" && $6 == "events" && $7 != 1 { bad = 1 }

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Trees at the kernel's limits and across mounts (issue 16), each case in a
- * forked child:
+ * Trees at the kernel's limits and across mounts, each case in a forked child:
  *   tree_limits   a user namespace whose max_inotify_watches is small
  *                 (inotify: fanotify has no watch limit);
  *   tree_mounts   a private mount namespace with tmpfs and bind mounts made
@@ -79,7 +78,7 @@ struct dirarg {
 	char *dir;
 };
 
-/* ---- item 1: past the watch limit ---- */
+/* ---- past the watch limit ---- */
 
 #define OLD_DIRS 40
 #define NEW_DIRS 40
@@ -176,7 +175,7 @@ TEST_SUITE(tree_limits)
 	return s;
 }
 
-/* ---- items 5 and 7: mounts ---- */
+/* ---- mounts ---- */
 
 /* A forked child in a private mount namespace (root, not a user namespace:
  * fanotify needs the initial one). */

@@ -1,10 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # fsnw-tree on a fanotify tree, which the library does not walk: a directory
-# moved in and renamed before the library lists it. The library reports what
-# the directory holds, as synthetic creates where it is when listed, and the
-# renames that follow (libfsnwatch(7), "Moves"); fsnw-tree's view (dumped on
-# SIGUSR2) must then equal the real tree. fsnw-tree is stopped while the
+# moved in and renamed before the library lists it. The library reports the
+# renames, then what the directory holds, as synthetic creates where it is by
+# then (libfsnwatch(7), "The tree event contract"); fsnw-tree's view (dumped
+# on SIGUSR2) must then equal the real tree. fsnw-tree is stopped while the
 # renames are made, so that it reads them all only afterwards.
 # Needs fanotify (root); skips where the backend is unavailable.
 . "$(dirname "$0")/lib.sh"

@@ -150,15 +150,17 @@ usage)
 	fi
 	;;
 report)
-	# The seed 001 points give a signal; marked emulated, the same numbers give none.
-	for r in seed001-7.0.14-A seed001-7.1.3 seed001-7.0.14-B; do
+	# The flistxattr report's points give a signal; marked emulated, the same
+	# numbers give none.
+	x=xattr-1e7cd8a53b72
+	for r in $x-7.0.14-A $x-7.1.3 $x-7.0.14-B; do
 		cp "$fixtures/$r.csv" "$tmp/$r.csv" || fail "fixture $r"
 		printf 'boot_id=%s\nkernel_release=%s\n' "$r" "$r" >"$tmp/$r.csv.env"
 	done
-	set -- "$tmp/seed001-7.0.14-A.csv" "$tmp/seed001-7.1.3.csv" "$tmp/seed001-7.0.14-B.csv"
+	set -- "$tmp/$x-7.0.14-A.csv" "$tmp/$x-7.1.3.csv" "$tmp/$x-7.0.14-B.csv"
 	"$bench" report "$@" >"$tmp/plain" || fail "report exited $?"
 	grep flistxattr "$tmp/plain" | grep -q ' signal' || fail "the control run gave no signal"
-	echo "emulated=yes (QEMU TCG): functional only" >>"$tmp/seed001-7.1.3.csv.env"
+	echo "emulated=yes (QEMU TCG): functional only" >>"$tmp/$x-7.1.3.csv.env"
 	"$bench" report "$@" >"$tmp/emu" || fail "report exited $?"
 	cat "$tmp/emu"
 	row=$(grep flistxattr "$tmp/emu")
@@ -173,7 +175,7 @@ report)
 	*"(+54.47%)"*) ;;
 	*) fail "the change is not shown in parentheses: $row" ;;
 	esac
-	expect "2: $tmp/seed001-7.1.3.csv" "$tmp/emu"
+	expect "2: $tmp/$x-7.1.3.csv" "$tmp/emu"
 	grep -q '^  2: .*, emulated)$' "$tmp/emu" || fail "run 2 is not marked emulated"
 	expect "functional only, no verdicts" "$tmp/emu"
 	;;
