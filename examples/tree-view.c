@@ -185,6 +185,24 @@ static int apply_named(struct tree_view *t, const struct fsnw_event *ev, const c
 	return ret;
 }
 
+/* The tree's own directory renamed, and the library followed it (fanotify):
+ * its MOVE_SELF names the new path, and what the view holds is there now. */
+static int follow_root(struct tree_view *t, const char *path)
+{
+	size_t len = strlen(path);
+	char *root;
+
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	root = strndup(path, len);
+	if (!root)
+		return -ENOMEM;
+	free(t->root);
+	t->root = root;
+	t->rootlen = len;
+	return 0;
+}
+
 int tree_view_event(struct tree_view *t, const struct fsnw_event *ev)
 {
 	char rel[PATH_MAX];
@@ -202,7 +220,8 @@ int tree_view_event(struct tree_view *t, const struct fsnw_event *ev)
 	if (ev->mask & FSNW_IGNORED)
 		return 1;
 	if (rel_path(t, ev, rel) < 0)
-		return 0;
+		return !ev->name && (ev->mask & FSNW_MOVE_SELF) && ev->path ?
+			       follow_root(t, ev->path) : 0;
 	if (ev->name)
 		return apply_named(t, ev, rel);
 	/* The root itself moved: the paths events give no longer lead to

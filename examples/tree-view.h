@@ -12,6 +12,9 @@
  *   MOVED_FROM alone  moved out: as DELETE
  *   MOVED_TO alone  moved in: as CREATE
  *   FSNW_OVERFLOW   scan again
+ *   MOVE_SELF of the root: at the root's path, the tree ends (its IGNORED
+ *                   follows); at another path, the library followed the
+ *                   rename (fanotify): the root is that path now
  *
  * The type is FSNW_ISDIR; nothing is looked up on disk to apply an event.
  * A scan (at the start, and after an overflow) reads the tree itself, and

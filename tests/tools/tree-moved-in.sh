@@ -54,6 +54,14 @@ view_check "moved in, renamed twice"
 mv "$W/e/o3" "$W/o4"
 view_check "renamed later"
 
+# 5. The tree's own directory renamed: the library follows it, and so does
+# fsnw-tree (the root's MOVE_SELF names the new path).
+mv "$W" "$W.renamed"
+W=$W.renamed
+mkdir "$W/after"
+touch "$W/after/f"
+view_check "root renamed"
+
 stop "$FT" || fail "fsnw-tree exited $? on SIGTERM"
 grep -q '"rescan":true' "$TMP/out" && echo "listings reported as rescan lines"
 exit 0
