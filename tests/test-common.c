@@ -662,3 +662,10 @@ void view_free(struct view *v)
 	v->n = v->cap = 0;
 }
 
+
+bool test_under_valgrind(void)
+{
+	const char *p = getenv("LD_PRELOAD");
+
+	return p && strstr(p, "vgpreload");
+}

@@ -59,6 +59,9 @@ void tmpdir_remove(char *dir);
  * else's files; falls back to tmpdir_make where that cannot be had.
  */
 char *tmpfs_private(void);
+
+/* Does the test run under valgrind (its preload is in the environment)? */
+bool test_under_valgrind(void);
 void tmpfs_private_remove(char *dir);
 
 /* Small file helpers; they fail the test on error. Paths are dir + "/" + name. */

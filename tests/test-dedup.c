@@ -485,13 +485,6 @@ static void *sleeper(void *arg)
 	return NULL;
 }
 
-static bool under_valgrind(void)
-{
-	const char *p = getenv("LD_PRELOAD");
-
-	return p && strstr(p, "vgpreload");
-}
-
 static bool kernel_before(int major, int minor)
 {
 	struct utsname u;
@@ -526,7 +519,7 @@ START_TEST(ring_leaves_sleepers_asleep)
 	pthread_join(th, NULL);
 	/* Its poll's alone: it was asleep there before the first event. Not
 	 * under valgrind, whose scheduler puts threads to sleep in turn. */
-	if (!(stats_of(w).ring_active && kernel_before(6, 1)) && !under_valgrind())
+	if (!(stats_of(w).ring_active && kernel_before(6, 1)) && !test_under_valgrind())
 		ck_assert_int_eq(s.switches, 1);
 	close(pfd[0]);
 	close(pfd[1]);

@@ -988,8 +988,13 @@ static int emfile_child(const char *shared)
 
 START_TEST(follow_retries_quietly)
 {
-	char *dir = tmpdir_make();
+	char *dir;
 
+	/* Valgrind checks a new fd against its own limit, not the soft limit
+	 * the child lowers: the opens this case needs to fail succeed. */
+	if (test_under_valgrind())
+		return;
+	dir = tmpdir_make();
 	ck_assert_int_eq(run_forked(emfile_child, dir), 0);
 	tmpdir_remove(dir);
 }
