@@ -680,7 +680,7 @@ static void tried_free(struct hnode *hn, void *arg)
 }
 
 /* Are events waiting in the kernel queue (one poll)? */
-static bool queue_ready(struct fsnw *w)
+bool fantree_queue_ready(struct fsnw *w)
 {
 	struct pollfd p = { .fd = w->kfd, .events = POLLIN };
 
@@ -799,7 +799,7 @@ static void place_batch(struct fsnw *w, bool may_defer)
 	 * its own rename or delete where the cache does not have it, and that
 	 * says FSNW_OVERFLOW (misplaced).
 	 */
-	ahead = resolved && queue_ready(w);
+	ahead = resolved && fantree_queue_ready(w);
 	if (ahead && may_defer && ft->deferrals < DEFERRALS_MAX + REDOS_MAX) {
 		ft->validating = true;
 		ft->moves_at_check = ft->nmoves;

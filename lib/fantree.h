@@ -259,6 +259,8 @@ void fanmerge_fini(struct fantrees *ft);
 /* For those two: a synthetic event at dir (deliver_at's rules), a
  * synthetic move of n from (was, name) to where the cache has it now, and
  * a resolution of key. */
+/* Are events waiting in the kernel queue (one poll)? */
+bool fantree_queue_ready(struct fsnw *w);
 void fantree_synthetic(struct fsnw *w, struct fnode *dir, uint32_t mask, uint32_t cookie,
 		       const char *name, size_t len);
 void fantree_synthetic_move(struct fsnw *w, struct fnode *was, const char *name, size_t len,

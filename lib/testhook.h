@@ -15,6 +15,7 @@ enum test_point {
 	TP_OPENED,  /* path: the directory just opened */
 	TP_LISTED,  /* path: the directory just listed and closed */
 	TP_RESOLVE, /* path: NULL; a fanotify batch is about to be resolved */
+	TP_VERIFY,  /* path: NULL; fanotify's merge checks are about to look */
 };
 
 #ifdef FSNW_TEST_HOOKS

@@ -629,6 +629,38 @@ START_TEST(name_taken_after_renames)
 }
 END_TEST
 
+/* Two files swapped through a third name: the merge check looks at their
+ * names once the queue is read empty. The directory of one is renamed just
+ * then, before its event is read: the look must not take the name for gone. */
+static void move_c(struct race *r)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	mv(at_w(r, a, "c"), at_w(r, b, "e/g"));
+}
+
+START_TEST(swap_then_parent_renamed_at_check)
+{
+	struct race r;
+	char p[PATH_MAX], q[PATH_MAX];
+
+	race_start(&r, TP_VERIFY, NULL, move_c);
+	mkd(at_w(&r, p, "a"));
+	mkd(at_w(&r, p, "b"));
+	mkd(at_w(&r, p, "c"));
+	mkd(at_w(&r, p, "e"));
+	mkf(at_w(&r, p, "a/f1"));
+	mkf(at_w(&r, p, "c/f2"));
+	race_watch(&r);
+	mv(at_w(&r, p, "a/f1"), at_w(&r, q, "b/x"));
+	mv(at_w(&r, p, "c/f2"), at_w(&r, q, "a/f1"));
+	mv(at_w(&r, p, "b/x"), at_w(&r, q, "c/f2"));
+	race_check(&r);
+	ck_assert_int_eq(r.fired, 1);
+	race_end(&r);
+}
+END_TEST
+
 /* d's create and delete are one record, ahead of e's create in d and of
  * the move of e out of d: the delete must come after them. */
 START_TEST(created_filled_deleted)
@@ -676,6 +708,8 @@ TEST_SUITE(tree_race)
 	ADD_TEST(s, create_renamed_back_deleted);
 	ADD_TEST(s, created_filled_deleted);
 	ADD_TEST(s, name_taken_after_renames);
+	if (test_backend == FSNW_BACKEND_FANOTIFY)
+		ADD_TEST(s, swap_then_parent_renamed_at_check);
 	ADD_TEST(s, attrib_inside_moved_in);
 	return s;
 }
