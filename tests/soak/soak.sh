@@ -1,35 +1,48 @@
-#!/bin/sh
+#!/bin/bash
 # SPDX-License-Identifier: MIT
-# The soak test of tree watches (issue 16): a generated tree of SOAK_ENTRIES
-# entries (make-tree.py, no download) is extracted into a watched directory,
-# subtrees are moved out and back in under other names, renamed, filled
-# through a directory renamed before it was read, moved in and renamed
-# before they were read, and removed, SOAK_ROUNDS
-# times, while soak-view keeps its view of the tree from the library's
-# events (rescanning on every overflow). In odd rounds the watcher reads as
-# the changes happen; in even rounds it is stopped (SIGSTOP) while they
-# happen, as a busy reader would be, so that the kernel's queue overflows
-# and renames overtake the directories they move. After each phase its view must
-# equal what find(1) lists. Prints, per backend and phase: events,
-# overflows, rescans, CPU (user, sys) and RSS of the watcher.
-# usage: soak.sh SOAK_VIEW MAKE_TREE [BACKEND...]
-# env: SOAK_ENTRIES (60000), SOAK_ROUNDS (2), SOAK_QUIET_MS (1000),
-#      SOAK_TIMEOUT (seconds a phase may take to settle, 900)
+# The soak test of tree watches: fsnw-tree follows a watched directory live
+# (it reads while the changes happen, as a daemon does) while a generated
+# tree of SOAK_ENTRIES entries (make-tree.py, no download) is extracted into
+# it, subtrees are moved out and back in, carried into a new directory that
+# is renamed at once, filled outside and moved in, made, filled and renamed
+# at once, filled below a parent renamed at once, renamed, and removed,
+# SOAK_ROUNDS times. After each phase a sentinel file is created, and once
+# fsnw-tree has read its create, its view (dumped on SIGUSR2) must equal
+# what find(1) lists. A view that differs is reported and fsnw-tree started
+# again, so that each phase is measured on its own. Prints, per backend and
+# phase: whether the view was equal, the entries differing, the events,
+# overflows and rescans, and fsnw-tree's CPU time and RSS.
+# usage: soak.sh FSNW_TREE MAKE_TREE [BACKEND...]
+# env: SOAK_ENTRIES (60000), SOAK_FILL (entries of each fill, 600),
+#      SOAK_ROUNDS (2), SOAK_TIMEOUT (seconds a phase may take to be read, 900),
+#      SOAK_QUEUE (fsnw-tree --queue, 262144: the phases' events fit, so that
+#      no phase ends in an overflow, whose rescan would hide what the events
+#      got wrong; 0 is the library's default, which the move-in overflows)
 set -u
-view=$1
+FSNW_TREE=$(readlink -f "$1")
+. "$(dirname "$0")/soak-lib.sh"
+in_private_tmpfs "$0" "$@"
 maketree=$2
 shift 2
 backends=${*:-inotify fanotify}
 entries=${SOAK_ENTRIES:-60000}
+fill=${SOAK_FILL:-600}
 rounds=${SOAK_ROUNDS:-2}
-quiet=${SOAK_QUIET_MS:-1000}
-limit=${SOAK_TIMEOUT:-900}
+SOAK_QUEUE=${SOAK_QUEUE:-262144}
 
+LOG=$(mktemp -d /dev/shm/fsnw-soak-log-XXXXXX 2>/dev/null || mktemp -d) || exit 1
 scratch=$(mktemp -d /dev/shm/fsnw-soak-XXXXXX 2>/dev/null || mktemp -d) || exit 1
-pid=
+private_tmpfs "$scratch" 4g || exit 1
 cleanup() {
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null
+	soak_stop_all
+	[ -n "${SOAK_IN_NS:-}" ] && umount "$scratch"
 	rm -rf "$scratch"
+	if [ "$SOAK_STATUS" -eq 0 ]; then
+		rm -rf "$LOG"
+	else
+		rm -f "$LOG"/tree.out "$LOG"/tree.err
+		echo "logs of the phases that differed: $LOG"
+	fi
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -37,135 +50,83 @@ trap 'exit 1' INT TERM
 python3 "$maketree" "$scratch/gen" "$entries" >/dev/null || exit 1
 tar -C "$scratch/gen" -cf "$scratch/tree.tar" src || exit 1
 rm -rf "$scratch/gen"
+python3 "$maketree" "$scratch/gen" "$fill" 7 >/dev/null || exit 1
+tar -C "$scratch/gen" -cf "$scratch/fill.tar" src || exit 1
+rm -rf "$scratch/gen"
 
-status=0
-ran=0
-lines=0
-
-fail() {
-	echo "FAIL [$backend] $*"
-	status=1
+# fill DIR: DIR made and filled with SOAK_FILL entries, subdirectories and files.
+fill() {
+	mkdir "$1" && tar -C "$1" -xf "$scratch/fill.tar"
 }
 
-# hold: in a stopped round, stop the watcher while the next changes happen.
-hold() {
-	[ -n "$stop" ] && kill -STOP "$pid"
-}
-
-# check PHASE: let the watcher go on, wait until it has read everything,
-# then compare.
-check() {
-	[ -n "$stop" ] && kill -CONT "$pid"
-	echo "sync $1 $scratch/view" >&3
-	lines=$((lines + 1))
-	t=0
-	while [ "$(wc -l <"$scratch/res")" -le "$lines" ]; do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			fail "$1: the watcher died:"
-			cat "$scratch/err"
-			return 1
-		fi
-		sleep 0.2
-		t=$((t + 1))
-		if [ "$t" -gt $((limit * 5)) ]; then
-			fail "$1: no answer in ${limit}s"
-			return 1
-		fi
+# round N: the phases, each followed by a check of the view.
+round() {
+	local n=$1 top deep p d i
+	tar -C "$W" -xf "$scratch/tree.tar"
+	tree_check "extract-$n"
+	# Three top-level subtrees out, then back in, deeper, renamed.
+	top=$(cd "$W/src" && ls -d d* | head -n 3)
+	for d in $top; do
+		mv "$W/src/$d" "$out/$d"
 	done
-	result=$(sed -n "$((lines + 1))p" "$scratch/res")
-	printf '%-9s %s\n' "$backend" "$result"
-	(cd "$w" && find . -mindepth 1 -printf '%y %P\n') | LC_ALL=C sort >"$scratch/find"
-	if ! cmp -s "$scratch/view" "$scratch/find"; then
-		fail "$1: the view differs from find (< view, > find):"
-		diff "$scratch/view" "$scratch/find" | head -20
-	fi
-	# Every overflow was followed by a rescan.
-	o=$(echo "$result" | sed -n 's/.* overflows=\([0-9]*\).*/\1/p')
-	r=$(echo "$result" | sed -n 's/.* rescans=\([0-9]*\).*/\1/p')
-	[ "${r:-0}" -ge "${o:-0}" ] || fail "$1: $o overflows, $r rescans"
+	tree_check "move-out-$n"
+	deep=$(cd "$W/src" && find . -mindepth 2 -type d | LC_ALL=C sort | head -n 1)
+	i=0
+	for d in $top; do
+		i=$((i + 1))
+		mv "$out/$d" "$W/src/$deep/moved-in-$i"
+	done
+	tree_check "move-in-$n"
+	# A directory made, a subtree carried into it, and the new one renamed at once.
+	mkdir "$W/new"
+	mv "$W/src/$deep/moved-in-1" "$W/new/inc"
+	mv "$W/new" "$W/src/new2"
+	tree_check "carry-into-new-$n"
+	# A subtree moved out, back in, and renamed at once.
+	mv "$W/src/$deep/moved-in-2" "$out/back"
+	mv "$out/back" "$W/src/back"
+	mv "$W/src/back" "$W/src/back-renamed"
+	tree_check "in-rename-$n"
+	# A directory made, filled with subdirectories and files, renamed at once.
+	fill "$W/a" && mv "$W/a" "$W/a2"
+	tree_check "make-fill-rename-$n"
+	# A directory filled outside the tree, on the same filesystem, moved in.
+	fill "$out/filled" && mv "$out/filled" "$W/src/filled"
+	tree_check "moved-in-$n"
+	# A new directory filled, and its parent renamed at once.
+	p=$(cd "$W/src" && ls -d d* | head -n 1)
+	fill "$W/src/$p/new" && mv "$W/src/$p" "$W/src/$p-renamed"
+	tree_check "rename-parent-of-new-$n"
+	mv "$W/src" "$W/src-renamed"
+	tree_check "rename-$n"
+	rm -rf "$W/src-renamed" "$W/a2"
+	tree_check "remove-$n"
 }
 
-for backend in $backends; do
-	if [ "$backend" = fanotify ] && [ "$(id -u)" -ne 0 ]; then
+ran=0
+for BACKEND in $backends; do
+	if [ "$BACKEND" = fanotify ] && [ "$(id -u)" -ne 0 ]; then
 		echo "skip [fanotify]: needs root"
 		continue
 	fi
-	w=$scratch/w-$backend
-	out=$scratch/out-$backend
-	mkdir "$w" "$out"
-	rm -f "$scratch/cmd"
-	mkfifo "$scratch/cmd"
-	: >"$scratch/res"
-	"$view" --backend "$backend" --quiet "$quiet" "$w" <"$scratch/cmd" >"$scratch/res" \
-		2>"$scratch/err" &
-	pid=$!
-	exec 3>"$scratch/cmd"
-	lines=0
-	t=0
-	while [ "$(wc -l <"$scratch/res")" -lt 1 ]; do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			wait "$pid"
-			rc=$?
-			pid=
-			exec 3>&-
-			if [ "$rc" -eq 77 ]; then
-				echo "skip [$backend]: $(cat "$scratch/err")"
-				continue 2
-			fi
-			fail "the watcher did not start: $(cat "$scratch/err")"
-			continue 2
-		fi
-		sleep 0.1
-		t=$((t + 1))
-	done
+	W=$scratch/w-$BACKEND
+	out=$scratch/out-$BACKEND
+	mkdir "$W" "$out"
+	tree_start "$BACKEND"
+	case $? in
+	0) ;;
+	77) rm -rf "$W" "$out"; continue ;;
+	*) exit 1 ;;
+	esac
 	ran=$((ran + 1))
-	printf '%-9s %s\n' backend phase
-	for round in $(seq "$rounds"); do
-		stop=
-		[ $((round % 2)) -eq 0 ] && stop=1
-		hold
-		tar -C "$w" -xf "$scratch/tree.tar"
-		check "extract-$round"
-		# Three top-level subtrees out, then back in, deeper, renamed.
-		top=$(cd "$w/src" && ls -d d* | head -n 3)
-		hold
-		for d in $top; do
-			mv "$w/src/$d" "$out/$d"
-		done
-		check "move-out-$round"
-		deep=$(cd "$w/src" && find . -mindepth 2 -type d | LC_ALL=C sort | head -n 1)
-		i=0
-		hold
-		for d in $top; do
-			i=$((i + 1))
-			mv "$out/$d" "$w/src/$deep/moved-in-$i"
-		done
-		check "move-in-$round"
-		# A directory made, filled by a move and renamed before it is read.
-		hold
-		mkdir "$w/new"
-		mv "$w/src/$deep/moved-in-1" "$w/new/inc"
-		mv "$w/new" "$w/src/new2"
-		check "fill-rename-$round"
-		# A subtree moved out, back in, and renamed before it is read.
-		hold
-		mv "$w/src/$deep/moved-in-2" "$out/back"
-		mv "$out/back" "$w/src/back"
-		mv "$w/src/back" "$w/src/back-renamed"
-		check "in-rename-$round"
-		hold
-		mv "$w/src" "$w/src-renamed"
-		check "rename-$round"
-		hold
-		rm -rf "$w/src-renamed"
-		check "remove-$round"
+	for n in $(seq "$rounds"); do
+		round "$n"
 	done
-	echo quit >&3
-	exec 3>&-
-	wait "$pid" || fail "the watcher exited $?: $(cat "$scratch/err")"
-	pid=
-	rm -rf "$w" "$out"
+	kill -TERM "$FT"
+	wait "$FT" || soak_fail "fsnw-tree exited $? on SIGTERM: $(tail -n 3 "$LOG/tree.err")"
+	BG_PIDS=()
+	rm -rf "$W" "$out"
 done
 [ "$ran" -gt 0 ] || exit 77
-[ "$status" -eq 0 ] && echo "ok: $ran backend(s), $rounds round(s) of $entries entries"
-exit "$status"
+[ "$SOAK_STATUS" -eq 0 ] && echo "ok: $ran backend(s), $rounds round(s) of $entries entries"
+exit "$SOAK_STATUS"
