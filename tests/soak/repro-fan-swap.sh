@@ -6,11 +6,11 @@
 # through a third name, then the directory of one renamed, from one
 # process, back to back:
 #   mv r/a/f1 r/b/x; mv r/c/f2 r/a/f1; mv r/b/x r/c/f2; mv r/c r/e/g
-# Every rename is reported, in order, and then a synthetic DELETE of c/f2:
-# the view lacks e/g/f2 (the file that was f1), with no overflow. Both
-# names came back to places they had left, which fantree-merge.c checks
-# when the queue is read empty; c/f2 seems to be looked for there after c
-# moved.
+# Both names came back to places they had left, which fantree-merge.c
+# checks once the queue is read empty. A check that looked for c/f2 after c
+# moved (its rename still unread) took the file for gone: a synthetic
+# DELETE of c/f2, and a view without e/g/f2, with no overflow. The checks
+# now look again when events came while they looked.
 # It needs the reader behind the renames: SOAK_LOAD busy loops (2)
 # compete for the CPU.
 # usage: repro-fan-swap.sh FSNW_TREE [TRIES]
