@@ -278,18 +278,20 @@ static void direct_drop_counts(struct direct *d)
 			d->sole->queued -= d->n;
 		return;
 	}
+	/* A run of dead entries only may name a watch removed during the read,
+	 * whose record is gone: it is not touched. */
 	for (uint32_t i = 0; i < d->n; i++) {
 		const struct dmeta *m = &d->meta[i];
 
 		if (m->owner != owner) {
-			if (owner)
+			if (owner && run)
 				owner->queued -= run;
 			owner = m->owner;
 			run = 0;
 		}
 		run += !(m->flags & F_DEAD);
 	}
-	if (owner)
+	if (owner && run)
 		owner->queued -= run;
 }
 
