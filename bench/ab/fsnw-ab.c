@@ -23,7 +23,13 @@
  *            files in a watched directory, made untimed before the turns);
  *            the floor is read(2) of the group fd and a walk of its records.
  *            --pairs does not apply: a round reads the 2,000 events it
- *            made, and the costs are per event.
+ *            made, and the costs are per event;
+ *  tree      a tree add (FSNW_WATCH_TREE) of 2,000 directories, made
+ *            breadth first with a fan-out of 10; the floor is a walk with
+ *            openat + getdents64 and one inotify_add_watch per directory by
+ *            its path. --pairs does not apply, the costs are per directory,
+ *            and only the add is timed (the remove, or the raw group's
+ *            close, comes after the clock stops).
  *
  * A build is named by the path of its shared library, with ":FLAGS" for
  * the fsnw_open flags of its handle (4: FSNW_OPEN_NO_STATS). Each copy has
@@ -31,6 +37,7 @@
  * moving the program break: compare builds with each other, not with a
  * program that links the library.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -41,14 +48,17 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #define BUILDS_MAX 8 /* glibc gives a process 16 namespaces */
 #define ROUNDS_MAX 1000
 
-enum mode { SHARED, IDLE, DISTINCT, READ };
+enum mode { SHARED, IDLE, DISTINCT, READ, TREE };
 #define READ_FILES 2000
+#define TREE_DIRS 2000
+#define TREE_FANOUT 10
 
 struct build {
 	const char *name;
@@ -66,9 +76,16 @@ struct build {
 /* The scratch directory (mkdtemp), removed at exit, a failed one too. */
 static char scratch[] = "/dev/shm/fsnw-ab.XXXXXX";
 
+static void tree_path(char *buf, size_t len, long k);
+
 static void scratch_remove(void)
 {
 	char path[128];
+
+	for (long k = TREE_DIRS - 1; k >= 0; k--) {
+		tree_path(path, sizeof(path), k);
+		rmdir(path);
+	}
 
 	for (int f = 0; f < READ_FILES; f++) {
 		snprintf(path, sizeof(path), "%s/d/f%d", scratch, f);
@@ -106,7 +123,8 @@ static void die(const char *fmt, ...)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: fsnw-ab [--mode shared|idle|distinct|read] [--rounds R] [--pairs N]\n"
+	fprintf(stderr, "usage: fsnw-ab [--mode shared|idle|distinct|read|tree] [--rounds R]"
+			" [--pairs N]\n"
 			"               LIBRARY[:FLAGS] LIBRARY[:FLAGS]...\n");
 	exit(2);
 }
@@ -232,12 +250,126 @@ static void make_events(const char *dir, int round)
 	}
 }
 
+/* Directory k of the tree: k's parent is (k - 1) / TREE_FANOUT; 0 is t. */
+static void tree_path(char *buf, size_t len, long k)
+{
+	if (k == 0) {
+		snprintf(buf, len, "%s/t", scratch);
+		return;
+	}
+	tree_path(buf, len, (k - 1) / TREE_FANOUT);
+	snprintf(buf + strlen(buf), len - strlen(buf), "/d%ld", (k - 1) % TREE_FANOUT);
+}
+
+static void tree_make(void)
+{
+	char path[128];
+
+	for (long k = 0; k < TREE_DIRS; k++) {
+		tree_path(path, sizeof(path), k);
+		if (mkdir(path, 0700) < 0)
+			die("mkdir %s: %s", path, strerror(errno));
+	}
+}
+
+/* The floor's walk below fd0 (path[0..len) names it): watched, then read. */
+static long raw_walk(int ifd, int fd0, char *path, size_t len)
+{
+	enum { DENTS = 32768 };
+	unsigned char *dents = malloc(DENTS); /* a level's, as readdir's DIR */
+	long watched = 1;
+	ssize_t n;
+
+	if (!dents)
+		die("%s", "out of memory");
+	if (inotify_add_watch(ifd, path, IN_CREATE | IN_DELETE | IN_MOVE | IN_ONLYDIR) < 0)
+		die("raw inotify_add_watch: %s", strerror(errno));
+	while ((n = syscall(SYS_getdents64, fd0, dents, DENTS)) > 0) {
+		for (ssize_t off = 0; off < n;) {
+			struct dirent64 *e = (struct dirent64 *)(void *)(dents + off);
+			size_t nl = strlen(e->d_name);
+			int fd;
+
+			off += e->d_reclen;
+			if (e->d_type != DT_DIR || e->d_name[0] == '.')
+				continue;
+			fd = openat(fd0, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd < 0)
+				die("raw openat: %s", strerror(errno));
+			path[len] = '/';
+			memcpy(path + len + 1, e->d_name, nl + 1);
+			watched += raw_walk(ifd, fd, path, len + 1 + nl);
+			path[len] = '\0';
+		}
+	}
+	free(dents);
+	close(fd0);
+	return watched;
+}
+
+static int raw_tree(void)
+{
+	char path[4096];
+	int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC), fd;
+
+	tree_path(path, sizeof(path), 0);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (ifd < 0 || fd < 0)
+		die("raw tree: %s", strerror(errno));
+	long n = raw_walk(ifd, fd, path, strlen(path));
+
+	if (n != TREE_DIRS)
+		die("raw tree: %ld directories of %d watched", n, TREE_DIRS);
+	return ifd;
+}
+
+static int lib_tree(struct build *b)
+{
+	char path[128];
+	int wid;
+
+	tree_path(path, sizeof(path), 0);
+	wid = b->add(b->w, path, FSNW_CREATE | FSNW_DELETE | FSNW_MOVE, FSNW_WATCH_TREE);
+	if (wid <= 0)
+		die("the tree add failed in %s: %d", b->name, wid);
+	return wid;
+}
+
+/* After the clock: the tree goes, and what its remove queued is read. */
+static void lib_tree_undo(struct build *b, int wid)
+{
+	struct fsnw_event evs[16];
+
+	if (b->remove(b->w, wid) != 0)
+		die("the tree remove failed in %s", b->name);
+	while (b->read(b->w, evs, 16, 0) > 0)
+		;
+}
+
 static void drain(int fd)
 {
 	char buf[65536];
 
 	while (read(fd, buf, sizeof(buf)) > 0)
 		;
+}
+
+/* One turn of tree mode: who's add (nb: the floor's walk), timed alone. */
+static void turn_tree(struct build *builds, int nb, int who, int r, double *floor_ns)
+{
+	uint64_t t0 = now_ns();
+
+	if (who == nb) {
+		int ifd = raw_tree();
+
+		floor_ns[r] = (double)(now_ns() - t0) / TREE_DIRS;
+		close(ifd);
+	} else {
+		int wid = lib_tree(&builds[who]);
+
+		builds[who].pair[r] = (double)(now_ns() - t0) / TREE_DIRS;
+		lib_tree_undo(&builds[who], wid);
+	}
 }
 
 static int by_value(const void *a, const void *b)
@@ -255,7 +387,10 @@ static double quantile(double *v, int n, double q)
 
 int main(int argc, char **argv)
 {
-	static const char *const modes[] = { "shared", "idle", "distinct", "read" };
+	static const char *const modes[] = { "shared", "idle", "distinct", "read", "tree" };
+	static const char *const unit[] = { "pairs", "pairs", "pairs", "events", "directories" };
+	static const char *const unit_one[] = { "a pair", "a pair", "a pair", "an event",
+						"a directory" };
 	struct build builds[BUILDS_MAX];
 	const char *dir = scratch;
 	char kept[64], other[64], watched[64];
@@ -268,9 +403,9 @@ int main(int argc, char **argv)
 		if (i + 1 >= argc)
 			usage();
 		if (!strcmp(argv[i], "--mode")) {
-			for (mode = SHARED; mode <= READ && strcmp(argv[i + 1], modes[mode]);)
+			for (mode = SHARED; mode <= TREE && strcmp(argv[i + 1], modes[mode]);)
 				mode++;
-			if (mode > READ)
+			if (mode > TREE)
 				usage();
 		} else if (!strcmp(argv[i], "--rounds")) {
 			rounds = atoi(argv[i + 1]);
@@ -302,6 +437,10 @@ int main(int argc, char **argv)
 	}
 	if (mode == READ)
 		pairs = READ_FILES;
+	if (mode == TREE) {
+		tree_make();
+		pairs = TREE_DIRS;
+	}
 	for (; i < argc; i++)
 		load(&builds[nb++], argv[i], mode, kept, watched, rounds);
 	fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -311,8 +450,10 @@ int main(int argc, char **argv)
 		die("the raw group: %s", strerror(errno));
 	/* One untimed round warms every copy (and, in idle mode, parks the
 	 * watch of `other` in each handle's cache). */
-	for (int b = 0; b < nb && mode != READ; b++)
+	for (int b = 0; b < nb && mode != READ && mode != TREE; b++)
 		lib_pairs(&builds[b], mode == SHARED ? kept : other, 16);
+	for (int b = 0; b < nb && mode == TREE; b++)
+		lib_tree_undo(&builds[b], lib_tree(&builds[b]));
 	for (int r = 0; r < rounds; r++) {
 		if (mode == READ)
 			make_events(dir, r);
@@ -320,6 +461,10 @@ int main(int argc, char **argv)
 			int who = (k + r) % (nb + 1);
 			uint64_t t0 = now_ns();
 
+			if (mode == TREE) {
+				turn_tree(builds, nb, who, r, floor_ns);
+				continue;
+			}
 			if (who == nb && mode == READ)
 				raw_events(fd, pairs);
 			else if (who == nb)
@@ -332,14 +477,14 @@ int main(int argc, char **argv)
 				floor_ns[r] = (double)(now_ns() - t0) / (double)pairs;
 			else
 				builds[who].pair[r] = (double)(now_ns() - t0) / (double)pairs;
-			if (mode != READ) /* the IN_IGNOREDs of raw removes */
+			if (mode != READ && mode != TREE) /* the IN_IGNOREDs of raw removes */
 				drain(fd);
 		}
 		for (int b = 0; b < nb; b++)
 			builds[b].over[r] = builds[b].pair[r] - floor_ns[r];
 	}
 	printf("fsnw-ab: mode %s, %d rounds of %ld %s; floor (raw) median %.0f ns\n",
-	       modes[mode], rounds, pairs, mode == READ ? "events" : "pairs",
+	       modes[mode], rounds, pairs, unit[mode],
 	       quantile(floor_ns, rounds, 0.5));
 	for (int b = 0; b < nb; b++) {
 		struct build *x = &builds[b];
@@ -351,7 +496,7 @@ int main(int argc, char **argv)
 			clock = st.timing_tsc ? "tsc" : "monotonic";
 		printf("%s: median %.0f ns %s, over the floor median %.0f (quartiles %.0f, %.0f);"
 		       " timing clock %s\n",
-		       x->name, quantile(x->pair, rounds, 0.5), mode == READ ? "an event" : "a pair",
+		       x->name, quantile(x->pair, rounds, 0.5), unit_one[mode],
 		       quantile(x->over, rounds, 0.5),
 		       quantile(x->over, rounds, 0.25), quantile(x->over, rounds, 0.75), clock);
 		x->close(x->w);
