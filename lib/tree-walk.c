@@ -445,21 +445,94 @@ static void read_failed(struct fsnw *w, struct tree *t, struct tdir *d, int err)
 	tdir_set_state(d, TD_FAILED);
 }
 
-/* Open d by its path: a descriptor, or -errno. */
-static int open_dir(struct fsnw *w, struct tree *t, struct tdir *d)
+/*
+ * The step's open parent. Visits come in the order their parents' listings
+ * were merged, so subdirectories of one directory come in a row: their
+ * parent is opened once by its path (O_PATH: it makes no events of its own)
+ * and each of them by its name below it, one component to look up where
+ * its path has them all. The parent's descriptor is whatever its path
+ * leads to now, as a path of the child's own would be; the child's listing
+ * checks ".." against the tree's parent either way. A step frees no
+ * directory but a pending one, which has no subdirectories, so the parent
+ * stays valid for the step.
+ */
+struct walk_parent {
+	struct tdir *d;
+	int fd;
+};
+
+static void parent_close(struct fsnw *w, struct walk_parent *wp)
+{
+	if (wp->fd >= 0)
+		sys_close(&w->st.sys_walk, wp->fd);
+	wp->d = NULL;
+	wp->fd = -1;
+}
+
+static int open_flags(const struct tree *t, const struct tdir *d)
 {
 	bool nofollow = d != t->root || (t->lw->flags & FSNW_WATCH_DONT_FOLLOW);
-	struct strref *real = tdir_real_path(d);
-	int fd;
 
+	return O_DIRECTORY | (nofollow ? O_NOFOLLOW : 0);
+}
+
+/* Is the visit after d of another subdirectory of d's parent? */
+static bool sibling_follows(const struct tree *t, const struct tdir *d)
+{
+	const struct tdir *n;
+
+	if (d->qnode.next == &t->visits)
+		return false;
+	n = list_entry(d->qnode.next, struct tdir, qnode);
+	return n->parent == d->parent;
+}
+
+/* Open d's parent for d and the siblings that follow, if any do. */
+static void parent_open(struct fsnw *w, struct tree *t, struct tdir *d, struct walk_parent *wp)
+{
+	struct strref *real;
+
+	parent_close(w, wp);
+	if (!d->parent || !sibling_follows(t, d))
+		return;
+	real = tdir_real_path(d->parent);
 	if (!real)
-		return -ENOMEM;
-	TEST_POINT(TP_VISIT, real->s);
-	fd = sys_openat(&w->st.sys_walk, AT_FDCWD, real->s,
-			O_RDONLY | O_DIRECTORY | (nofollow ? O_NOFOLLOW : 0));
-	if (fd >= 0)
-		TEST_POINT(TP_OPENED, real->s);
+		return;
+	wp->fd = sys_openat(&w->st.sys_walk, AT_FDCWD, real->s,
+			    O_PATH | open_flags(t, d->parent));
 	strref_put(real);
+	wp->d = wp->fd >= 0 ? d->parent : NULL;
+}
+
+/* Open d, below the step's parent or by its path: a descriptor, or -errno. */
+static int open_dir(struct fsnw *w, struct tree *t, struct tdir *d, struct walk_parent *wp)
+{
+	int flags = O_RDONLY | open_flags(t, d), fd;
+	struct strref *real;
+
+	if (wp->d != d->parent || !d->parent)
+		parent_open(w, t, d, wp);
+#ifdef FSNW_TEST_HOOKS
+	real = tdir_real_path(d);
+	TEST_POINT(TP_VISIT, real ? real->s : NULL);
+	strref_put(real);
+#endif
+	if (wp->d && wp->d == d->parent) {
+		fd = sys_openat(&w->st.sys_walk, wp->fd, d->name, flags);
+	} else {
+		real = tdir_real_path(d);
+		if (!real)
+			return -ENOMEM;
+		fd = sys_openat(&w->st.sys_walk, AT_FDCWD, real->s, flags);
+		strref_put(real);
+	}
+#ifdef FSNW_TEST_HOOKS
+	if (fd >= 0) {
+		real = tdir_real_path(d);
+		TEST_POINT(TP_OPENED, real ? real->s : NULL);
+		strref_put(real);
+	}
+#endif
 	return fd;
 }
 
@@ -512,10 +585,10 @@ static int read_dir(struct fsnw *w, struct tree *t, struct tdir *d, int fd, stru
 	return 0;
 }
 
-static void visit(struct fsnw *w, struct tree *t, struct tdir *d)
+static void visit(struct fsnw *w, struct tree *t, struct tdir *d, struct walk_parent *wp)
 {
 	struct tdir *x = d;
-	int fd = open_dir(w, t, d), ret;
+	int fd = open_dir(w, t, d, wp), ret;
 
 	if (fd < 0) {
 		read_failed(w, t, d, fd);
@@ -557,14 +630,17 @@ static void visit(struct fsnw *w, struct tree *t, struct tdir *d)
 
 void walk_step(struct fsnw *w, struct tree *t, unsigned *budget)
 {
+	struct walk_parent wp = { NULL, -1 };
+
 	while (*budget && !list_empty(&t->visits) && !t->ending) {
 		struct tdir *d = list_first(&t->visits, struct tdir, qnode);
 
 		(*budget)--;
-		visit(w, t, d);
+		visit(w, t, d, &wp);
 		if (t->add_err)
-			return;
+			break;
 	}
+	parent_close(w, &wp);
 }
 
 /* ---- making a listing stand ---- */
