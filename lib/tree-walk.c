@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Reading a walked tree's directories. A step reads directories one at a
- * time, each by its path: open it, watch what the descriptor holds (its
- * /proc/self/fd name: the watch and the listing are of one directory,
- * whatever its path leads to by then), list it, close it. The watch comes
- * before the listing: what is made meanwhile is seen by one or the other.
+ * time: open it (by its name below its parent, or by its path), watch what
+ * the descriptor holds (its /proc name, procfd.h: the watch and the
+ * listing are of one directory, whatever its path leads to by then), list
+ * it, close it. The watch comes before the listing: what is made meanwhile
+ * is seen by one or the other.
  *
  * A listing answers for the moment it was made, ahead of the events still
  * unread, so it is held (PROVISIONAL) until the drain after the step has
@@ -28,7 +29,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -229,7 +229,7 @@ static int list_fd(struct fsnw *w, int fd, struct tlisting *lst, bool all)
  */
 static void root_opened(struct fsnw *w, struct tree *t, struct tdir *d, int fd)
 {
-	char proc[32], buf[PATH_MAX];
+	char proc[PROCFD_MAX], buf[PATH_MAX];
 	struct stat st;
 	ssize_t n;
 
@@ -239,8 +239,8 @@ static void root_opened(struct fsnw *w, struct tree *t, struct tdir *d, int fd)
 	}
 	if (w->trees.mounts.check_fd < 0 || t->canon_root)
 		return;
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	n = sys_readlink(&w->st.sys_other, proc, buf, sizeof(buf));
+	n = sys_readlink(&w->st.sys_other, procfd_path(&w->trees.procfd, &w->st.sys_other, fd, proc),
+			 buf, sizeof(buf));
 	/* Without it, mounts below this tree are not followed. */
 	if (n > 0 && n < (ssize_t)sizeof(buf) && buf[0] == '/')
 		t->canon_root = strref_new(buf, (size_t)n);
@@ -288,7 +288,7 @@ static int watch_fd(struct fsnw *w, struct tree *t, struct tdir *d, int fd, stru
 {
 	uint32_t flags = (t->lw->flags & FSNW_WATCH_EXCL_UNLINK) | FSNW_WATCH_ONLYDIR |
 			 FSNW_WATCH_TREE;
-	char proc[32];
+	char proc[PROCFD_MAX];
 	struct link *l, *o;
 	struct tdir *other;
 	int ret;
@@ -296,7 +296,7 @@ static int watch_fd(struct fsnw *w, struct tree *t, struct tdir *d, int fd, stru
 	*x = d;
 	if (d->l)
 		return 0;
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	procfd_path(&w->trees.procfd, &w->st.sys_other, fd, proc);
 	ret = kwatch_attach(w, t->lw, AT_FDCWD, proc, t->kmask, flags, t->lw->path, &l);
 	if (ret < 0)
 		return ret;
@@ -487,13 +487,18 @@ static bool sibling_follows(const struct tree *t, const struct tdir *d)
 	return n->parent == d->parent;
 }
 
-/* Open d's parent for d and the siblings that follow, if any do. */
+/*
+ * Open d's parent for d and the siblings that follow, if any do. Only for a
+ * first read: what a walk reads first comes in runs of siblings, while a
+ * read again after a failed one goes alone, by its path, and costs the
+ * try's own open and close.
+ */
 static void parent_open(struct fsnw *w, struct tree *t, struct tdir *d, struct walk_parent *wp)
 {
 	struct strref *real;
 
 	parent_close(w, wp);
-	if (!d->parent || !sibling_follows(t, d))
+	if (!d->parent || d->tries || d->starved || !sibling_follows(t, d))
 		return;
 	real = tdir_real_path(d->parent);
 	if (!real)

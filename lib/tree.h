@@ -34,6 +34,7 @@
 #include "fantree.h"
 #include "list.h"
 #include "mounts.h"
+#include "procfd.h"
 
 struct fsnw;
 struct watch;
@@ -57,6 +58,7 @@ struct trees {
 	unsigned nwork;       /* walked trees with directories to read or moves to pair */
 	uint64_t freed_seen;  /* kernel watches gone when the retries last ran */
 	unsigned char *dents; /* the walks' getdents64 buffer */
+	struct procfd procfd; /* the walks' descriptors by name */
 	struct mounts mounts; /* followed while a tree exists */
 	/* Trees on fanotify that need no walk: fantree.c's. */
 	struct fantrees fan;

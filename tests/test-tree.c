@@ -304,6 +304,67 @@ START_TEST(one_fs)
 }
 END_TEST
 
+/*
+ * The child's side of tree_add_in_forked_child: a tree add of b (whose
+ * subdirectory sub the walk opens below b), then a file made in sub, whose
+ * FSNW_CREATE must come. Returns a step number on failure.
+ */
+static int forked_tree_child(struct fsnw *w, const char *b)
+{
+	struct fsnw_event ev[16];
+	char sub[PATH_MAX + 8];
+	int wid = fsnw_add(w, b, FSNW_CREATE, FSNW_WATCH_TREE), fd;
+
+	if (wid <= 0)
+		return 2;
+	snprintf(sub, sizeof(sub), "%s/sub/f", b);
+	fd = open(sub, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return 3;
+	close(fd);
+	for (;;) { /* the event, or the read's timeout */
+		int n = fsnw_read(w, ev, 16, SYNC_TIMEOUT_MS);
+
+		if (n <= 0)
+			return 4;
+		for (int i = 0; i < n; i++)
+			if (ev[i].wid == wid && (ev[i].mask & FSNW_CREATE) && ev[i].name &&
+			    !strcmp(ev[i].name, "f"))
+				return 0;
+	}
+}
+
+/*
+ * A child of fork has descriptors of its own: a tree add it makes watches
+ * the directories it opened, not what the parent's descriptors of the same
+ * numbers hold (the walk names its descriptors by the pid /proc gives it,
+ * read again after a fork). The parent's tree add comes first, so that the
+ * handle has named descriptors before the fork.
+ */
+START_TEST(tree_add_in_forked_child)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char a[PATH_MAX], b[PATH_MAX];
+	int status;
+	pid_t pid;
+
+	make_dir(dir, "a");
+	make_dir(dir, "b");
+	make_dir(pjoin(b, dir, "b"), "sub");
+	ck_assert_int_gt(fsnw_add(w, pjoin(a, dir, "a"), FSNW_CREATE, FSNW_WATCH_TREE), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(forked_tree_child(w, b));
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_msg(WEXITSTATUS(status) == 0, "child said %d", WEXITSTATUS(status));
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 /* A relative root keeps following new directories after the caller's chdir. */
 START_TEST(relative_root_after_chdir)
 {
@@ -1012,6 +1073,7 @@ TEST_SUITE(tree)
 	ADD_TEST(s, symlinks_not_followed);
 	ADD_TEST(s, one_fs);
 	ADD_TEST(s, relative_root_after_chdir);
+	ADD_TEST(s, tree_add_in_forked_child);
 	ADD_TEST(s, unreadable_dir_not_retried);
 	ADD_TEST(s, wide_idle_tree);
 	ADD_TEST(s, new_dir_renamed_before_walk);
