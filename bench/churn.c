@@ -81,7 +81,7 @@ static const char *const variants[] = {
 	"raw", "raw-warm", "floor", "floor-new", "lib", "lib-batch", "lib-idle",
 	"lib-batch-idle", "lib-nostats", "lib-fan", "bulk-raw", "bulk-lib", "bulk-lib-batch", "bulk-lib-reserve",
 	"mask-update", "path-lookup", "tree-raw", "tree-lib", "tree-inotifytools",
-	"tree-lib-fan", "tree-libuv", "timing-ab", NULL,
+	"tree-lib-fan", "tree-libuv", "tree-raw-fd", "timing-ab", NULL,
 };
 
 enum kind { K_RAW, K_FLOOR, K_FLOOR_NEW, K_LIB, K_LIB_BATCH };
@@ -1007,6 +1007,10 @@ static void churn_quick_tree(struct bench *b, struct quick *q)
 	quick_row(q, label, "ms", quick_need(q, "tree-raw", 1, "add"), it, lib, NAN,
 		  "libinotifytools/lib %.2f (target >= 2), libuv/lib %.2f; target lib/raw <= 1.15; "
 		  "fanotify tree %s", it / lib, uv / lib, fan);
+	quick_row(q, "  same, raw watching by descriptor", "ms",
+		  quick_need(q, "tree-raw-fd", 1, "add"), NAN, lib, NAN,
+		  "raw: each watch through its directory's /proc/self/fd name, as the library "
+		  "makes it (the watch and the listing are of one directory)");
 	quick_libuv(q, quick_need(q, "tree-libuv", 1, "heap"));
 	quick_row(q, "  same, heap a directory", "bytes/dir", quick_need(q, "tree-raw", 1, "heap"),
 		  quick_need(q, "tree-inotifytools", 1, "heap"), quick_need(q, "tree-lib", 1, "heap"),
@@ -1109,6 +1113,6 @@ BENCH_SCENARIO(churn) = {
 	.quick = churn_quick,
 	.quick_variants = "raw,floor,floor-new,lib,lib-batch,lib-idle,bulk-raw,bulk-lib,"
 			  "bulk-lib-batch,bulk-lib-reserve,mask-update,path-lookup,tree-raw,tree-lib,"
-			  "tree-inotifytools,tree-lib-fan,tree-libuv,timing-ab",
+			  "tree-inotifytools,tree-lib-fan,tree-libuv,tree-raw-fd,timing-ab",
 	.check = churn_check,
 };

@@ -6,6 +6,10 @@
  *                      inotify_add_watch per directory, and its path kept
  *                      in an array indexed by wd, which a program needs to
  *                      name the events it reads;
+ *   tree-raw-fd        the same walk, each watch made through the opened
+ *                      directory's /proc/self/fd name (as the library
+ *                      makes it: the watch and the listing are then of one
+ *                      directory, whatever renames run meanwhile);
  *   tree-lib           fsnw_add with FSNW_WATCH_TREE;
  *   tree-lib-fan       the same on the fanotify backend (a filesystem mark,
  *                      no walk);
@@ -39,9 +43,9 @@
 #define TREE_MASK (FSNW_CREATE | FSNW_DELETE | FSNW_MOVED_FROM | FSNW_MOVED_TO | FSNW_MODIFY | \
 		   FSNW_CLOSE_WRITE)
 
-enum { T_RAW, T_LIB, T_ITOOLS, T_FAN, T_UV, NTREE };
+enum { T_RAW, T_LIB, T_ITOOLS, T_FAN, T_UV, T_RAWFD, NTREE };
 static const char *const tree_names[NTREE] = { "tree-raw", "tree-lib", "tree-inotifytools",
-					       "tree-lib-fan", "tree-libuv" };
+					       "tree-lib-fan", "tree-libuv", "tree-raw-fd" };
 
 struct walk {
 	/* Watch the directory at path[0..len): 0 or -errno. */
@@ -49,6 +53,8 @@ struct walk {
 	long watches;
 	long syscalls;
 	int err;
+	int fd;           /* the directory being watched, open */
+	bool by_fd;       /* tree-raw-fd: watch through fd's /proc name */
 	int ifd;          /* tree-raw: the group */
 	char **wdpath;    /* tree-raw: the path of each wd */
 	size_t wdcap;
@@ -60,7 +66,15 @@ static void walk_add(struct walk *wk, int fd0, size_t len);
 
 static int raw_watch(struct walk *wk, size_t len)
 {
-	int wd = inotify_add_watch(wk->ifd, wk->path, TREE_MASK | IN_ONLYDIR | IN_DONT_FOLLOW);
+	uint32_t mask = TREE_MASK | IN_ONLYDIR | IN_DONT_FOLLOW;
+	char proc[32];
+	int wd;
+
+	if (wk->by_fd)
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", wk->fd);
+	if (wk->by_fd) /* the magic link is to be followed */
+		mask &= ~(uint32_t)IN_DONT_FOLLOW;
+	wd = inotify_add_watch(wk->ifd, wk->by_fd ? proc : wk->path, mask);
 
 	wk->syscalls++;
 	if (wd < 0)
@@ -131,8 +145,11 @@ static void walk_entry(struct walk *wk, int fd0, size_t len, const struct dirent
 static void walk_add(struct walk *wk, int fd0, size_t len)
 {
 	unsigned char *buf;
-	int err = wk->watch(wk, len);
 	ssize_t n;
+	int err;
+
+	wk->fd = fd0;
+	err = wk->watch(wk, len);
 
 	if (err) {
 		if (!wk->err)
@@ -189,7 +206,7 @@ static void walk_tree(struct walk *wk, const char *root, struct tree_out *o)
 	o->err = wk->err;
 }
 
-static void tree_raw(const char *root, struct tree_out *o)
+static void tree_raw(const char *root, bool by_fd, struct tree_out *o)
 {
 	struct walk *wk = calloc(1, sizeof(*wk));
 
@@ -198,6 +215,7 @@ static void tree_raw(const char *root, struct tree_out *o)
 		return;
 	}
 	wk->watch = raw_watch;
+	wk->by_fd = by_fd;
 	wk->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (wk->ifd < 0) {
 		o->err = errno;
@@ -290,7 +308,8 @@ static struct tree_out tree_add(struct bench *b, int v, const char *root)
 
 	switch (v) {
 	case T_RAW:
-		tree_raw(root, &o);
+	case T_RAWFD:
+		tree_raw(root, v == T_RAWFD, &o);
 		break;
 	case T_UV:
 		tree_uv(root, &o);
