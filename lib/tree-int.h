@@ -139,6 +139,10 @@ struct tdir *tdir_child(const struct tree *t, const struct tdir *d, const char *
 struct strref *tdir_path(struct tdir *d);
 /* The path that resolves d, whatever the current directory (a reference). */
 struct strref *tdir_real_path(struct tdir *d);
+/* The same into buf (len bytes), kept nowhere: for a read of d, whose
+ * events may never need its path. Its length, -ENAMETOOLONG, or -ENOENT
+ * (d is below a directory in limbo). */
+int tdir_real_path_into(const struct tdir *d, char *buf, size_t len);
 /* Put d in state s (and the list that goes with it). */
 void tdir_set_state(struct tdir *d, enum tdir_state s);
 /* Move d (with its subtree) below parent as name, in place of what was there. */

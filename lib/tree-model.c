@@ -172,6 +172,35 @@ struct strref *tdir_real_path(struct tdir *d)
 	return strref_rebase(p, t->lw->path->len, t->abs_root);
 }
 
+int tdir_real_path_into(const struct tdir *d, char *buf, size_t len)
+{
+	const struct tree *t = d->t;
+	const struct strref *root = t->abs_root ? t->abs_root : t->lw->path;
+	size_t rlen = root->len, total;
+	const struct tdir *x;
+	char *p;
+
+	if (d->parent && rlen && root->s[rlen - 1] == '/')
+		rlen--; /* "/" and its children: "/name" */
+	total = rlen;
+	for (x = d; x->parent; x = x->parent)
+		total += 1 + x->namelen;
+	if (x != t->root)
+		return -ENOENT; /* below a directory in limbo */
+	if (total >= len)
+		return -ENAMETOOLONG;
+	p = buf + total;
+	*p = '\0';
+	for (x = d; x->parent; x = x->parent) {
+		p -= x->namelen;
+		memcpy(p, x->name, x->namelen);
+		*--p = '/';
+	}
+	assert(p == buf + rlen);
+	memcpy(buf, root->s, rlen);
+	return (int)total;
+}
+
 /* ---- states ---- */
 
 void tree_count_work(struct trees *ts, struct tree *t)

@@ -495,17 +495,13 @@ static bool sibling_follows(const struct tree *t, const struct tdir *d)
  */
 static void parent_open(struct fsnw *w, struct tree *t, struct tdir *d, struct walk_parent *wp)
 {
-	struct strref *real;
+	char real[PATH_MAX];
 
 	parent_close(w, wp);
-	if (!d->parent || d->tries || d->starved || !sibling_follows(t, d))
+	if (!d->parent || d->tries || d->starved || !sibling_follows(t, d) ||
+	    tdir_real_path_into(d->parent, real, sizeof(real)) < 0)
 		return;
-	real = tdir_real_path(d->parent);
-	if (!real)
-		return;
-	wp->fd = sys_openat(&w->st.sys_walk, AT_FDCWD, real->s,
-			    O_PATH | open_flags(t, d->parent));
-	strref_put(real);
+	wp->fd = sys_openat(&w->st.sys_walk, AT_FDCWD, real, O_PATH | open_flags(t, d->parent));
 	wp->d = wp->fd >= 0 ? d->parent : NULL;
 }
 
@@ -513,23 +509,22 @@ static void parent_open(struct fsnw *w, struct tree *t, struct tdir *d, struct w
 static int open_dir(struct fsnw *w, struct tree *t, struct tdir *d, struct walk_parent *wp)
 {
 	int flags = O_RDONLY | open_flags(t, d), fd;
-	struct strref *real;
 
 	if (wp->d != d->parent || !d->parent)
 		parent_open(w, t, d, wp);
 #ifdef FSNW_TEST_HOOKS
-	real = tdir_real_path(d);
+	struct strref *real = tdir_real_path(d);
+
 	TEST_POINT(TP_VISIT, real ? real->s : NULL);
 	strref_put(real);
 #endif
 	if (wp->d && wp->d == d->parent) {
 		fd = sys_openat(&w->st.sys_walk, wp->fd, d->name, flags);
 	} else {
-		real = tdir_real_path(d);
-		if (!real)
-			return -ENOMEM;
-		fd = sys_openat(&w->st.sys_walk, AT_FDCWD, real->s, flags);
-		strref_put(real);
+		char path[PATH_MAX];
+		int n = tdir_real_path_into(d, path, sizeof(path));
+
+		fd = n < 0 ? n : sys_openat(&w->st.sys_walk, AT_FDCWD, path, flags);
 	}
 #ifdef FSNW_TEST_HOOKS
 	if (fd >= 0) {
