@@ -187,10 +187,28 @@ lane_run(struct drain *d, struct inotify_rec *rec, const unsigned char *p,
 	return p;
 }
 
+/* The kernel watches of the records from p on, as many as are parsed and
+ * ROUTE_WARM_MAX, by route_tree_lane_warm: how many. */
+static unsigned warm_records(struct fsnw *w, const unsigned char *p, const unsigned char *end,
+			     const struct kwatch **kws)
+{
+	int wds[ROUTE_WARM_MAX];
+	struct inotify_rec r;
+	unsigned n = 0;
+
+	while (n < ROUTE_WARM_MAX && inotify_rec_parse(p, end, &r)) {
+		wds[n++] = r.wd;
+		p = r.next;
+	}
+	route_tree_lane_warm(w, wds, n, kws);
+	return n;
+}
+
 /*
  * The tree lane's loop, as lane_run: records of the lane's tree whose
  * routing would only push them (route_tree_lane_path) go into the array
  * with their directory's path, until one is not such a record or refused.
+ * Their kernel watches are looked up ROUTE_WARM_MAX records at a time.
  */
 static __attribute__((noinline)) const unsigned char *
 tree_lane_run(struct drain *d, struct inotify_rec *rec, const unsigned char *p,
@@ -201,13 +219,21 @@ tree_lane_run(struct drain *d, struct inotify_rec *rec, const unsigned char *p,
 	struct inotify_rec r = *rec;
 	uint32_t pass = d->lane.pass;
 	uint64_t taken = 0;
+	const struct kwatch *kws[ROUTE_WARM_MAX];
+	unsigned nkw = 0, k = 0;
 
 	assert(d->ql_open && d->lane.tree);
 	*full = false;
 	for (;;) {
 		uint32_t mask = r.mask & pass;
-		struct strref *path = route_tree_lane_path(w, &d->lane, r.wd, r.mask, r.name);
+		struct strref *path;
 
+		if (k == nkw) {
+			nkw = warm_records(w, p, end, kws);
+			k = 0;
+		}
+		assert(k < nkw);
+		path = route_tree_lane_path(w, &d->lane, kws[k++], r.mask, r.name);
 		if (!path)
 			break;
 		if (mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT)) {

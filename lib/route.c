@@ -145,14 +145,41 @@ static struct strref *tree_lane_path(struct fsnw *w, const struct kwatch *kw,
 	return tree_event_path(l, mask, name);
 }
 
-struct strref *route_tree_lane_path(struct fsnw *w, const struct route_lane *lane, int wd,
-				    uint32_t mask, const char *name)
+struct strref *route_tree_lane_path(struct fsnw *w, const struct route_lane *lane,
+				    const struct kwatch *kw, uint32_t mask, const char *name)
 {
-	const struct kwatch *kw;
-
 	assert(lane->tree);
-	kw = kwatch_find_hot(&w->kwatches, (const unsigned char *)&wd, sizeof(wd));
 	return kw ? tree_lane_path(w, kw, lane->tree, mask, name) : NULL;
+}
+
+void route_tree_lane_warm(struct fsnw *w, const int *wds, unsigned n,
+			  const struct kwatch **kws)
+{
+	const struct keytab *kt = &w->kwatches.by_key;
+	const struct link *ls[ROUTE_WARM_MAX];
+
+	assert(n <= ROUTE_WARM_MAX);
+	for (unsigned i = 0; i < n && kt->slots; i++)
+		__builtin_prefetch(&kt->slots[keytab_home(kt, kwatch_tag((const unsigned char *)&wds[i],
+									 sizeof(int)))]);
+	for (unsigned i = 0; i < n; i++) {
+		kws[i] = kwatch_find(&w->kwatches, (const unsigned char *)&wds[i], sizeof(int));
+		if (kws[i]) {
+			__builtin_prefetch(kws[i]);
+			__builtin_prefetch((const char *)kws[i] + 64);
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		const struct list *first = kws[i] ? kws[i]->links.next : NULL;
+
+		ls[i] = first && first != &kws[i]->links ?
+				list_entry(first, struct link, knode) : NULL;
+		if (ls[i])
+			__builtin_prefetch(ls[i]);
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (ls[i])
+			tree_link_prefetch(ls[i]);
 }
 
 /* Open the lane after ev, if the records after it may take it: l (plain),

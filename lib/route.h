@@ -50,12 +50,24 @@ struct route_lane {
 unsigned route_event(struct fsnw *w, const struct kevent *ev, struct route_lane *lane);
 
 /*
- * The tree lane's check of an inotify record (wd, mask, name): the path to
- * report it with if routing it would only push it for lane->tree, as
+ * The tree lane's check of an inotify record (mask, name) whose kernel
+ * watch is kw (route_tree_lane_warm's lookup of its wd): the path to report
+ * it with if routing it would only push it for lane->tree, as
  * tree_event_deferred does; NULL if it must be routed (route_event).
  */
-struct strref *route_tree_lane_path(struct fsnw *w, const struct route_lane *lane, int wd,
-				    uint32_t mask, const char *name);
+struct strref *route_tree_lane_path(struct fsnw *w, const struct route_lane *lane,
+				    const struct kwatch *kw, uint32_t mask, const char *name);
+
+/*
+ * The kernel watches of the n wds (NULL: none), for route_tree_lane_path,
+ * looked up in stages with what the check reads brought into the cache (the
+ * kernel watches, their first links, their directories), so that the
+ * misses of n records overlap instead of each record's queueing behind the
+ * one before. Valid while nothing but lane pushes happens.
+ */
+#define ROUTE_WARM_MAX 16
+void route_tree_lane_warm(struct fsnw *w, const int *wds, unsigned n,
+			  const struct kwatch **kws);
 
 /* After a kernel overflow: watches whose drop notice the full queue lost go now. */
 void route_reconcile(struct fsnw *w);

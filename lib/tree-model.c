@@ -634,6 +634,18 @@ struct strref *tree_event_path(struct link *l, uint32_t mask, const char *name)
 	return d->path;
 }
 
+void tree_link_prefetch(const struct link *l)
+{
+	const char *d = (const char *)l->tnode;
+
+	/* struct tdir spans three lines: t, then path and lst, then pgen and state. */
+	if (!d)
+		return;
+	__builtin_prefetch(d);
+	__builtin_prefetch(d + 64);
+	__builtin_prefetch(d + 128);
+}
+
 bool tree_event_deferred(struct fsnw *w, struct link *l, const struct kevent *ev)
 {
 	struct tdir *d = l->tnode;

@@ -108,6 +108,9 @@ bool tree_event_deferred(struct fsnw *w, struct link *l, const struct kevent *ev
  * directory, which is never such an event.
  */
 struct strref *tree_event_path(struct link *l, uint32_t mask, const char *name);
+/* Bring what tree_event_path reads of l's directory into the cache (a read
+ * of l->tnode, prefetches of the rest). */
+void tree_link_prefetch(const struct link *l);
 /*
  * A kernel event that a tree without a walk may hear through its
  * filesystem mark (fantree_event); plain: a watch of its own also hears
