@@ -135,7 +135,7 @@ static bool route_one(void *arg, const struct kevent *ev)
 		return true;
 	d->room = pushes < d->room ? d->room - pushes : 0;
 	if (d->room && d->room >= pushes) {
-		if (d->lane.kw && w->be->inotify_records)
+		if ((d->lane.kw || d->lane.tree) && w->be->inotify_records)
 			d->ql_open = queue_lane_open(w->q, d->lane.owner, d->lane.path, &d->ql);
 		return true;
 	}
@@ -187,9 +187,79 @@ lane_run(struct drain *d, struct inotify_rec *rec, const unsigned char *p,
 	return p;
 }
 
+/* The kernel watches of the records from p on, as many as are parsed and
+ * ROUTE_WARM_MAX, by route_tree_lane_warm: how many. */
+static unsigned warm_records(struct fsnw *w, const unsigned char *p, const unsigned char *end,
+			     const struct kwatch **kws)
+{
+	int wds[ROUTE_WARM_MAX];
+	struct inotify_rec r;
+	unsigned n = 0;
+
+	while (n < ROUTE_WARM_MAX && inotify_rec_parse(p, end, &r)) {
+		wds[n++] = r.wd;
+		p = r.next;
+	}
+	route_tree_lane_warm(w, wds, n, kws);
+	return n;
+}
+
+/*
+ * The tree lane's loop, as lane_run: records of the lane's tree whose
+ * routing would only push them (route_tree_lane_path) go into the array
+ * with their directory's path, until one is not such a record or refused.
+ * Their kernel watches are looked up ROUTE_WARM_MAX records at a time.
+ */
+static __attribute__((noinline)) const unsigned char *
+tree_lane_run(struct drain *d, struct inotify_rec *rec, const unsigned char *p,
+	      const unsigned char *end, bool *full)
+{
+	struct fsnw *w = d->w;
+	struct queue_lane ql = d->ql;
+	struct inotify_rec r = *rec;
+	uint32_t pass = d->lane.pass;
+	uint64_t taken = 0;
+	const struct kwatch *kws[ROUTE_WARM_MAX];
+	unsigned nkw = 0, k = 0;
+
+	assert(d->ql_open && d->lane.tree);
+	*full = false;
+	for (;;) {
+		uint32_t mask = r.mask & pass;
+		struct strref *path;
+
+		if (k == nkw) {
+			nkw = warm_records(w, p, end, kws);
+			k = 0;
+		}
+		assert(k < nkw);
+		path = route_tree_lane_path(w, &d->lane, kws[k++], r.mask, r.name);
+		if (!path)
+			break;
+		if (mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT)) {
+			queue_lane_repath(&ql, path);
+			if (!queue_lane_push(&ql, mask, r.cookie, r.name, r.namelen))
+				break;
+		}
+		taken++;
+		p = r.next;
+		if (queue_lane_full(&ql)) {
+			*full = true;
+			break;
+		}
+		if (!inotify_rec_parse(p, end, &r))
+			break;
+	}
+	*rec = r;
+	d->ql = ql;
+	w->st.events_read += taken;
+	return p;
+}
+
 /*
  * The records of an inotify read: runs of the lane's watch through
- * lane_run, every other record through route_one, which may open the lane.
+ * lane_run, or of the lane's tree through tree_lane_run, every other
+ * record through route_one, which may open the lane.
  */
 static void route_inotify(struct drain *d, const unsigned char *buf, size_t len)
 {
@@ -198,7 +268,22 @@ static void route_inotify(struct drain *d, const unsigned char *buf, size_t len)
 	struct kevent ev;
 
 	while (inotify_rec_parse(p, end, &rec)) {
-		if (d->ql_open && !(rec.mask & (FSNW_IGNORED | FSNW_OVERFLOW)) &&
+		if (d->ql_open && d->lane.tree) {
+			const unsigned char *at = p;
+			bool full;
+
+			p = tree_lane_run(d, &rec, p, end, &full);
+			d->consumed = (size_t)(p - buf);
+			if (full) {
+				d->stop = true;
+				return;
+			}
+			if (p == end)
+				return;
+			if (p != at)
+				continue; /* rec, the record at p, is parsed again */
+			/* route_one closes the lane and routes it the usual way. */
+		} else if (d->ql_open && !(rec.mask & (FSNW_IGNORED | FSNW_OVERFLOW)) &&
 		    kwatch_key_is(d->lane.kw, (const unsigned char *)&rec.wd, sizeof(rec.wd))) {
 			bool refused, full;
 

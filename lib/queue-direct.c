@@ -140,6 +140,7 @@ bool queue_lane_open(struct queue *q, struct qowner *owner, struct strref *path,
 	if (!d->on || q->waiting || q->overflow_pending || !d->lend_names || d->n >= d->max)
 		return false;
 	*ln = (struct queue_lane){
+		.d = d,
 		.evs = d->evs,
 		.meta = d->meta,
 		.tab = d->tab,
@@ -148,6 +149,7 @@ bool queue_lane_open(struct queue *q, struct qowner *owner, struct strref *path,
 		.max = d->max,
 		.limit = d->max,
 		.n0 = d->n,
+		.run0 = d->n,
 		.owner = owner,
 		.path = path,
 		.pstr = path_str(path),
@@ -167,8 +169,9 @@ void queue_lane_close(struct queue *q, struct queue_lane *ln)
 	uint32_t added = ln->n - ln->n0;
 
 	if (added) {
-		/* One reference on the path covers every entry that reports it. */
-		if (!d->nheld || d->held[d->nheld - 1] != ln->path)
+		/* One reference on the path covers every entry that reports it
+		 * (queue_lane_repath took those of the paths before it). */
+		if (ln->n > ln->run0 && (!d->nheld || d->held[d->nheld - 1] != ln->path))
 			d->held[d->nheld++] = strref_get(ln->path);
 		direct_note_owner(d, ln->owner);
 		ln->owner->queued += added;
@@ -180,7 +183,7 @@ void queue_lane_close(struct queue *q, struct queue_lane *ln)
 	}
 	d->n = ln->n;
 	q->c.merged += ln->merged;
-	ln->n0 = ln->n;
+	ln->n0 = ln->run0 = ln->n;
 	ln->merged = 0;
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The queue's lane: a direct read's pushes of one owner and path, taken
- * inline into the caller's array by the engine's loop over the records of
+ * The queue's lane: a direct read's pushes of one owner and path (or of
+ * one owner, a tree's, with the path of each event's directory: see
+ * queue_lane_repath), taken inline into the caller's array by the engine's loop over the records of
  * a read, without the deferred batch. Each push has exactly queue_push's
  * result (queue.h), in the common case only; one the lane cannot take that
  * way (a drop, an overflow, a full array) it hands back, and the caller
@@ -17,10 +18,13 @@
 #ifndef FSNW_QUEUE_LANE_H
 #define FSNW_QUEUE_LANE_H
 
+#include <assert.h>
+
 #include "probes.h"
 #include "queue-impl.h"
 
 struct queue_lane {
+	struct direct *d;
 	struct fsnw_event *evs;
 	struct dmeta *meta;
 	uint32_t *tab;
@@ -29,6 +33,7 @@ struct queue_lane {
 	uint32_t max;     /* entries the array holds */
 	uint32_t limit;   /* entries the lane may fill: max, or less by the capacity */
 	uint32_t n0;      /* n when it opened */
+	uint32_t run0;    /* n when path became the lane's */
 	uint32_t merged;
 	struct qowner *owner;
 	struct strref *path;
@@ -47,6 +52,28 @@ bool queue_lane_open(struct queue *q, struct qowner *owner, struct strref *path,
 		     struct queue_lane *ln);
 /* Write the lane's counts back to the queue. */
 void queue_lane_close(struct queue *q, struct queue_lane *ln);
+
+/*
+ * The lane's events from now on report path (of the same owner): a tree's
+ * lane, whose records name its directories in any order. The path of the
+ * entries taken so far keeps its reference, as queue_lane_close's does.
+ */
+static inline void queue_lane_repath(struct queue_lane *ln, struct strref *path)
+{
+	struct direct *d = ln->d;
+
+	if (path == ln->path)
+		return;
+	if (ln->n > ln->run0 && (!d->nheld || d->held[d->nheld - 1] != ln->path)) {
+		/* Each reference is of entries of its own: held has room. */
+		assert(d->nheld < ln->n);
+		d->held[d->nheld++] = strref_get(ln->path);
+	}
+	ln->path = path;
+	ln->pstr = path_str(path);
+	ln->seed = key_seed(ln->owner, path);
+	ln->run0 = ln->n;
+}
 
 /* Whether the array is full (a direct read stops there). */
 static inline bool queue_lane_full(const struct queue_lane *ln)

@@ -108,8 +108,8 @@ static unsigned fan_out(struct fsnw *w, struct kwatch *kw, const struct kevent *
 	return pushes;
 }
 
-/* The link whose events may take the lane (struct route_lane), or NULL. */
-static struct link *lane_link(struct fsnw *w, struct kwatch *kw)
+/* The single link of kw, if active and no fanotify tree is about; or NULL. */
+static struct link *sole_link(struct fsnw *w, const struct kwatch *kw)
 {
 	struct list *first = kw->links.next;
 	struct link *l;
@@ -118,19 +118,99 @@ static struct link *lane_link(struct fsnw *w, struct kwatch *kw)
 	    !list_empty(&w->trees.fan.all))
 		return NULL;
 	l = list_entry(first, struct link, knode);
-	if (!l->active || l->watch->tree || (l->watch->flags & FSNW_WATCH_ONESHOT))
+	return l->active ? l : NULL;
+}
+
+/* The link whose events may take the plain lane (struct route_lane), or NULL. */
+static struct link *lane_link(struct fsnw *w, struct kwatch *kw)
+{
+	struct link *l = sole_link(w, kw);
+
+	if (!l || l->watch->tree || (l->watch->flags & FSNW_WATCH_ONESHOT))
 		return NULL;
 	return l;
+}
+
+/* The tree lane's path for ev at kw, as route_tree_lane_path. */
+static struct strref *tree_lane_path(struct fsnw *w, const struct kwatch *kw,
+				     const struct watch *tree, uint32_t mask, const char *name)
+{
+	struct link *l;
+
+	if (kw->dropped || kw->fsmark || (mask & (FSNW_IGNORED | FSNW_OVERFLOW)))
+		return NULL;
+	l = sole_link(w, kw);
+	if (!l || !l->watch->tree || (tree && l->watch != tree))
+		return NULL;
+	return tree_event_path(l, mask, name);
+}
+
+struct strref *route_tree_lane_path(struct fsnw *w, const struct route_lane *lane,
+				    const struct kwatch *kw, uint32_t mask, const char *name)
+{
+	assert(lane->tree);
+	return kw ? tree_lane_path(w, kw, lane->tree, mask, name) : NULL;
+}
+
+void route_tree_lane_warm(struct fsnw *w, const int *wds, unsigned n,
+			  const struct kwatch **kws)
+{
+	const struct keytab *kt = &w->kwatches.by_key;
+	const struct link *ls[ROUTE_WARM_MAX];
+
+	assert(n <= ROUTE_WARM_MAX);
+	for (unsigned i = 0; i < n && kt->slots; i++)
+		__builtin_prefetch(&kt->slots[keytab_home(kt, kwatch_tag((const unsigned char *)&wds[i],
+									 sizeof(int)))]);
+	for (unsigned i = 0; i < n; i++) {
+		kws[i] = kwatch_find(&w->kwatches, (const unsigned char *)&wds[i], sizeof(int));
+		if (kws[i]) {
+			__builtin_prefetch(kws[i]);
+			__builtin_prefetch((const char *)kws[i] + 64);
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		const struct list *first = kws[i] ? kws[i]->links.next : NULL;
+
+		ls[i] = first && first != &kws[i]->links ?
+				list_entry(first, struct link, knode) : NULL;
+		if (ls[i])
+			__builtin_prefetch(ls[i]);
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (ls[i])
+			tree_link_prefetch(ls[i]);
+}
+
+/* Open the lane after ev, if the records after it may take it: l (plain),
+ * or a tree's link whose event took the tree lane's path (tpath). */
+static void open_lane(struct route_lane *lane, struct kwatch *kw, struct link *l,
+		      struct strref *tpath)
+{
+	struct watch *lw;
+
+	if (!l)
+		return;
+	lw = l->watch;
+	if (tpath)
+		lane->tree = lw;
+	else
+		lane->kw = kw;
+	lane->owner = &lw->qo;
+	lane->path = tpath ? tpath : l->path;
+	lane->pass = lw->mask | FSNW_ISDIR | FSNW_UNMOUNT;
 }
 
 unsigned route_event(struct fsnw *w, const struct kevent *ev, struct route_lane *lane)
 {
 	struct kwatch *kw;
 	struct link *l;
+	struct strref *tpath = NULL;
 	unsigned pushes;
 	bool plain;
 
 	lane->kw = NULL;
+	lane->tree = NULL;
 	if (ev->mask & FSNW_OVERFLOW) {
 		w->st.events_read++;
 		/* Trees place what they hold first (it came before), and learn
@@ -169,15 +249,13 @@ unsigned route_event(struct fsnw *w, const struct kevent *ev, struct route_lane 
 			tell_dropped(w, kw);
 		return 0;
 	}
-	/* Found before the fan-out, which for such a link changes nothing. */
+	/* Found before the fan-out, which for such a link changes nothing: a
+	 * plain watch's push, or a tree event that tree_event_deferred takes. */
 	l = lane_link(w, kw);
+	if (!l && (tpath = tree_lane_path(w, kw, NULL, ev->mask, ev->name)))
+		l = sole_link(w, kw);
 	pushes = fan_out(w, kw, ev);
-	if (l) {
-		lane->kw = kw;
-		lane->owner = &l->watch->qo;
-		lane->path = l->path;
-		lane->pass = l->watch->mask | FSNW_ISDIR | FSNW_UNMOUNT;
-	}
+	open_lane(lane, kw, l, tpath);
 	return ROUTE_PUSHES_ONE * pushes;
 }
 

@@ -25,23 +25,49 @@ struct fsnw;
 #define ROUTE_PUSHES(r) ((r) / ROUTE_PUSHES_ONE)
 
 /*
- * The lane: a run of one plain watch's inotify records that the engine
- * copies straight into a direct read's array (queue-lane.h) instead of
- * routing each. route_event opens it (sets kw) after an event of a kernel
- * watch whose only link is an active plain watch (not oneshot, no fanotify
- * tree about), for which all routing does is one push; it closes it on
- * every other event, so the lane never outlives what it caches. Its life
- * is one decode: it starts closed.
+ * The lane: a run of inotify records that the engine copies straight into
+ * a direct read's array (queue-lane.h) instead of routing each. route_event
+ * opens it after an event for which all routing does is one push, and
+ * closes it on every other event, so the lane never outlives what it
+ * caches. Its life is one decode: it starts closed. Two kinds:
+ *   plain (kw set)   one plain watch's records: its kernel watch's only
+ *                    link is an active plain watch (not oneshot, no
+ *                    fanotify tree about);
+ *   tree (tree set)  the records of a walked tree's directories, each
+ *                    checked by route_tree_lane_path: a file's event in a
+ *                    directory whose kernel watch has the tree's link only,
+ *                    that tree_event would only report.
  */
 struct route_lane {
-	const struct kwatch *kw; /* NULL: closed */
+	const struct kwatch *kw; /* plain: its kernel watch; NULL: closed, or tree */
+	struct watch *tree;      /* tree: the tree watch; NULL: closed, or plain */
 	struct qowner *owner;
-	struct strref *path;
+	struct strref *path;     /* the first event's */
 	uint32_t pass;           /* event bits kept: the watch's mask, ISDIR, UNMOUNT */
 };
 
 /* Route ev; lane: the decode's (route_event closes it, and may open it). */
 unsigned route_event(struct fsnw *w, const struct kevent *ev, struct route_lane *lane);
+
+/*
+ * The tree lane's check of an inotify record (mask, name) whose kernel
+ * watch is kw (route_tree_lane_warm's lookup of its wd): the path to report
+ * it with if routing it would only push it for lane->tree, as
+ * tree_event_deferred does; NULL if it must be routed (route_event).
+ */
+struct strref *route_tree_lane_path(struct fsnw *w, const struct route_lane *lane,
+				    const struct kwatch *kw, uint32_t mask, const char *name);
+
+/*
+ * The kernel watches of the n wds (NULL: none), for route_tree_lane_path,
+ * looked up in stages with what the check reads brought into the cache (the
+ * kernel watches, their first links, their directories), so that the
+ * misses of n records overlap instead of each record's queueing behind the
+ * one before. Valid while nothing but lane pushes happens.
+ */
+#define ROUTE_WARM_MAX 16
+void route_tree_lane_warm(struct fsnw *w, const int *wds, unsigned n,
+			  const struct kwatch **kws);
 
 /* After a kernel overflow: watches whose drop notice the full queue lost go now. */
 void route_reconcile(struct fsnw *w);

@@ -645,6 +645,36 @@ static bool self_event(struct fsnw *w, struct tree *t, struct tdir *d, const str
 	return d == t->root && (ev->mask & FSNW_MOVE_SELF);
 }
 
+/* Whether all tree_event does with an event (mask, name) at d is report it. */
+static inline bool only_reported(const struct tdir *d, uint32_t mask, const char *name)
+{
+	/* What tree_event does more than report: a self event, a move, a
+	 * directory's entry, a listing to touch, a MOVED_FROM held, limbo. */
+	return d && name && !(mask & (FSNW_ISDIR | FSNW_MOVE)) && !d->lst && !d->t->from &&
+	       d->state != TD_LIMBO;
+}
+
+struct strref *tree_event_path(struct link *l, uint32_t mask, const char *name)
+{
+	struct tdir *d = l->tnode;
+
+	if (!only_reported(d, mask, name) || !d->path || d->pgen != d->t->pgen)
+		return NULL;
+	return d->path;
+}
+
+void tree_link_prefetch(const struct link *l)
+{
+	const char *d = (const char *)l->tnode;
+
+	/* struct tdir spans three lines: t, then path and lst, then pgen and state. */
+	if (!d)
+		return;
+	__builtin_prefetch(d);
+	__builtin_prefetch(d + 64);
+	__builtin_prefetch(d + 128);
+}
+
 bool tree_event_deferred(struct fsnw *w, struct link *l, const struct kevent *ev)
 {
 	struct tdir *d = l->tnode;
@@ -652,10 +682,7 @@ bool tree_event_deferred(struct fsnw *w, struct link *l, const struct kevent *ev
 	struct strref *path;
 	uint32_t mask;
 
-	/* What tree_event does more than report: a self event, a move, a
-	 * directory's entry, a listing to touch, a MOVED_FROM held, limbo. */
-	if (!d || !ev->name || (ev->mask & (FSNW_ISDIR | FSNW_MOVE)) || d->lst || d->t->from ||
-	    d->state == TD_LIMBO)
+	if (!only_reported(d, ev->mask, ev->name))
 		return false;
 	lw = d->t->lw;
 	mask = ev->mask & (lw->mask | FSNW_ISDIR | FSNW_UNMOUNT);

@@ -102,6 +102,18 @@ bool tree_event(struct fsnw *w, struct link *l, const struct kevent *ev);
  */
 bool tree_event_deferred(struct fsnw *w, struct link *l, const struct kevent *ev);
 /*
+ * The path an event (mask, name) at l, a walked tree's link, is reported
+ * with if reporting it is all tree_event would do, in tree_event_deferred's
+ * case, and the directory's path is built already; NULL otherwise (the
+ * router's lane, route.h, then routes it the usual way). Borrowed, as
+ * tdir_path's: it stays the directory's until an event that moves a
+ * directory, which is never such an event.
+ */
+struct strref *tree_event_path(struct link *l, uint32_t mask, const char *name);
+/* Bring what tree_event_path reads of l's directory into the cache (a read
+ * of l->tnode, prefetches of the rest). */
+void tree_link_prefetch(const struct link *l);
+/*
  * A kernel event that a tree without a walk may hear through its
  * filesystem mark (fantree_event); plain: a watch of its own also hears
  * it. Returns false when it is no tree event.

@@ -5,8 +5,9 @@
  * through queue_push and every read through queue_pop. The fast one gets
  * the same events deferred (queue_defer, flushed when a batch fills or
  * anything else is called), or during a direct read through the queue's
- * lane for their owner and path (queue_lane_push; one it refuses pushed
- * the usual way once the lane is closed), and its reads as the engine does
+ * lane for their owner, its path changed by queue_lane_repath as a tree's
+ * lane changes it (queue_lane_push; one it refuses pushed the usual way
+ * once the lane is closed), and its reads as the engine does
  * them: a direct read (queue_direct_begin, the events of a drain,
  * queue_direct_end, then queue_pop for what did not fit), its names lent
  * or copied. Both
@@ -79,8 +80,11 @@ static void diff_lane_close(struct diff *d)
 static bool diff_lane_push(struct diff *d, struct qowner *owner, struct strref *path,
 			   uint32_t mask, uint32_t cookie, const char *name, size_t len)
 {
-	if (d->lane_open && (d->lane.owner != owner || d->lane.path != path))
+	/* A lane of one owner takes any path (a tree's lane, queue_lane_repath). */
+	if (d->lane_open && d->lane.owner != owner)
 		diff_lane_close(d);
+	if (d->lane_open)
+		queue_lane_repath(&d->lane, path);
 	if (!d->lane_open)
 		d->lane_open = queue_lane_open(d->fast.q, owner, path, &d->lane);
 	if (d->lane_open && queue_lane_push(&d->lane, mask, cookie, name, len)) {

@@ -17,8 +17,18 @@
  * them. It reports the least ns an event of each over the rounds, and the
  * difference: the library's own work an event, merge check included.
  *
- *   fsnw-readcost [ROUNDS [OPEN_FLAGS]]   (3000; flags as fsnw_open's: 2 is
- *                                          FSNW_OPEN_NO_MERGE, 4 NO_STATS)
+ *   fsnw-readcost [ROUNDS [OPEN_FLAGS [DIRS [COLD_KIB]]]]   (3000; flags as
+ *                      fsnw_open's: 2 is FSNW_OPEN_NO_MERGE, 4 NO_STATS)
+ *
+ * DIRS (0, a plain watch) above 0 watches the directory as a tree that holds
+ * DIRS empty subdirectories, and the records name the tree's directories in
+ * turn (the root's wd and the subdirectories', 1 to DIRS + 1, as a fresh
+ * group hands them out), a record's directory unlike the one before it: the
+ * events of a tree in a directory each, as quick's tree read row has them.
+ * COLD_KIB (0) above 0 writes that much memory before each round, untimed,
+ * as the writer of a live tree does between a daemon's reads: what the
+ * library and the floor touch comes from further down the caches (4096,
+ * past this machine's L2, is what the batch rows see).
  *
  * The handle is opened with FSNW_OPEN_NO_RING | FSNW_OPEN_NONBLOCK added:
  * the ring's readiness would say (rightly) that the kernel queue is empty.
@@ -50,10 +60,36 @@ static int pending;       /* a round's buffer not yet handed out */
 static char scratch[] = "/dev/shm/fsnw-readcost.XXXXXX";
 static bool made;
 
+static long ndirs_made;
+
+static void subdir(char *buf, size_t len, long i)
+{
+	snprintf(buf, len, "%s/d%ld", scratch, i);
+}
+
 static void scratch_remove(void)
 {
+	char p[sizeof(scratch) + 32];
+
+	for (long i = 0; i < ndirs_made; i++) {
+		subdir(p, sizeof(p), i);
+		rmdir(p);
+	}
 	if (made)
 		rmdir(scratch);
+}
+
+/* The tree's subdirectories, d0 .. d(n-1); -errno. */
+static int make_dirs(long n)
+{
+	char p[sizeof(scratch) + 32];
+
+	for (; ndirs_made < n; ndirs_made++) {
+		subdir(p, sizeof(p), ndirs_made);
+		if (mkdir(p, 0700) < 0)
+			return -errno;
+	}
+	return 0;
 }
 
 /* read(2), answered from memory on the group fd. */
@@ -89,13 +125,13 @@ static void die(const char *what)
 	exit(1);
 }
 
-/* The records of one round: wd is the watch's (the group's first). */
-static void make_records(int wd)
+/* The records of one round: on wds 1 to nwd in turn (a fresh group's first). */
+static void make_records(int nwd)
 {
 	for (int i = 0; i < EVENTS; i++) {
 		struct inotify_event *ev = (struct inotify_event *)(void *)(records + records_len);
 
-		ev->wd = wd;
+		ev->wd = 1 + i % nwd;
 		ev->mask = IN_ATTRIB;
 		ev->cookie = 0;
 		ev->len = 16;
@@ -128,6 +164,17 @@ static int find_group_fd(void)
 	}
 	closedir(d);
 	return found;
+}
+
+/* Write len bytes of buf: what the caches held before is pushed out. */
+static void evict_caches(unsigned char *buf, size_t len)
+{
+	static unsigned char v;
+
+	if (!buf)
+		return;
+	memset(buf, ++v, len);
+	__asm__ volatile("" : : "r"(buf) : "memory");
 }
 
 static double lib_round(struct fsnw *w)
@@ -183,38 +230,52 @@ int main(int argc, char **argv)
 {
 	long rounds = argc > 1 ? strtol(argv[1], NULL, 10) : 3000;
 	long flags = argc > 2 ? strtol(argv[2], NULL, 0) : 0;
+	long dirs = argc > 3 ? strtol(argv[3], NULL, 10) : 0;
+	long cold = argc > 4 ? strtol(argv[4], NULL, 10) : 0;
 	struct fsnw_options o = { .size = sizeof(o) };
 	double lib = 1e30, raw = 1e30;
+	unsigned char *evict = NULL;
 	struct fsnw *w;
 	int wid, err;
 
-	if (argc > 3 || rounds < 1 || rounds > 10000000 || flags < 0 || flags > 0xffff) {
-		fprintf(stderr, "usage: fsnw-readcost [ROUNDS [OPEN_FLAGS]]\n");
+	if (argc > 5 || rounds < 1 || rounds > 10000000 || flags < 0 || flags > 0xffff ||
+	    dirs < 0 || dirs > 1000 || cold < 0 || cold > 1 << 20) {
+		fprintf(stderr, "usage: fsnw-readcost [ROUNDS [OPEN_FLAGS [DIRS [COLD_KIB]]]]\n");
 		return 2;
 	}
 	if (!mkdtemp(scratch))
 		die("mkdtemp in /dev/shm failed");
 	made = true;
 	atexit(scratch_remove);
+	if (make_dirs(dirs) < 0)
+		die("making the tree's directories failed");
 	o.flags = (uint32_t)flags | FSNW_OPEN_NO_RING | FSNW_OPEN_NONBLOCK;
 	err = fsnw_open(&w, &o);
 	if (err < 0)
 		die("fsnw_open failed");
-	wid = fsnw_add(w, scratch, FSNW_ATTRIB, 0);
+	wid = fsnw_add(w, scratch, FSNW_ATTRIB, dirs ? FSNW_WATCH_TREE : 0);
 	group_fd = find_group_fd();
 	if (wid <= 0 || group_fd < 0)
 		die("no watch, or no inotify group fd found");
-	/* A fresh group's first watch descriptor is 1. */
-	make_records(1);
+	/* A fresh group's first watch descriptor is 1; a tree's go on from there. */
+	make_records(1 + (int)dirs);
+	if (cold && !(evict = malloc((size_t)cold * 1024)))
+		die("no memory to evict the caches with");
 	for (long r = 0; r < rounds; r++) {
-		double l = lib_round(w), f = raw_round();
+		double l, f;
+
+		evict_caches(evict, (size_t)cold * 1024);
+		l = lib_round(w);
+		evict_caches(evict, (size_t)cold * 1024);
+		f = raw_round();
 
 		lib = l < lib ? l : lib;
 		raw = f < raw ? f : raw;
 	}
-	printf("fsnw-readcost: %ld rounds of %d events, open flags 0x%lx: library %.1f ns an "
-	       "event, floor %.1f, library's own %.1f\n", rounds, EVENTS, flags, lib, raw,
-	       lib - raw);
+	printf("fsnw-readcost: %ld rounds of %d events, open flags 0x%lx%s%s: library %.1f ns "
+	       "an event, floor %.1f, library's own %.1f\n", rounds, EVENTS, flags,
+	       dirs ? ", a tree" : "", cold ? ", caches cold" : "", lib, raw, lib - raw);
+	free(evict);
 	group_fd = -1;
 	fsnw_close(w);
 	return 0;
