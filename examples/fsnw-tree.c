@@ -29,6 +29,7 @@
 
 #define READ_MAX 256
 #define READS_MAX 16 /* reads in a row while a scan waits for an empty one */
+#define CATCH_UP_MAX 64 /* read_events in a row before a dump, if the tree never rests */
 /* Everything that changes which paths exist, and writes being finished. */
 #define TREE_MASK (FSNW_CREATE | FSNW_DELETE | FSNW_MOVE | FSNW_DELETE_SELF | FSNW_MOVE_SELF | \
 		   FSNW_CLOSE_WRITE)
@@ -39,6 +40,7 @@ struct tree {
 	const char *dump;      /* --dump FILE */
 	double interval;       /* --stats-interval, seconds; 0: none */
 	int ep, sfd, tfd;      /* the loop: the watcher's fd, a signalfd, a timerfd */
+	bool read_empty;       /* the last read found nothing */
 };
 
 static void usage(FILE *f)
@@ -100,6 +102,22 @@ static void print_stats(const struct tree *t)
 		snap_count(&t->v.view), t->v.scans ? t->v.scans - 1 : 0, seconds(ru.ru_utime), seconds(ru.ru_stime));
 }
 
+static int read_events(struct tree *t);
+
+/*
+ * Before a dump, read what is ready: a sentinel's event may come in a read
+ * ahead of the creates the library reports, at the next drain, for a
+ * directory moved in before it. Returns 0 to go on, 1 to stop.
+ */
+static int catch_up(struct tree *t)
+{
+	t->read_empty = false;
+	for (int i = 0; i < CATCH_UP_MAX && !t->read_empty; i++)
+		if (read_events(t))
+			return 1;
+	return 0;
+}
+
 /* Returns 0 to go on, 1 to stop. */
 static int handle_signal(struct tree *t)
 {
@@ -112,6 +130,8 @@ static int handle_signal(struct tree *t)
 		print_stats(t);
 		return 0;
 	case SIGUSR2:
+		if (catch_up(t))
+			return 1;
 		dump_view(t);
 		return 0;
 	default:
@@ -134,6 +154,7 @@ static int read_events(struct tree *t)
 
 	do {
 		n = fsnw_read(t->w, evs, READ_MAX, 0);
+		t->read_empty = n == 0;
 		if (n < 0) {
 			fprintf(stderr, "fsnw-tree: reading events: %s\n", strerror(-n));
 			return 1;

@@ -79,3 +79,31 @@ rc=$?
 grep -qx "fsnw-tree: $TMP/doomed is gone" "$TMP/doomed.err" || fail "root deleted: $(cat "$TMP/doomed.err")"
 grep -q '"events":\["IGNORED"\]' "$TMP/doomed.out" || fail "root deleted: no IGNORED line"
 echo "root deleted: reported, exit 1"
+
+# 5. A big directory moved in and the sentinel right after it, then SIGUSR2,
+# all while fsnw-tree is stopped: when it runs again, its first read brings
+# the move, the sentinel and the first of the creates the library reports
+# for what the directory holds (after the sentinel's, once its listing
+# stands), and the signal waits. SIGUSR2 reads what is ready before it
+# writes the view, so the view has the sentinel and the whole directory.
+W=$TMP/w5
+mkdir -p "$W" "$TMP/o5"
+start FT "$TMP/out" "$TMP/err5" "$FSNW_TREE" --dump "$TMP/view" "$W"
+wait_for "$TMP/err5" '^fsnw-tree: watching '
+for i in 1 2 3; do
+	mkdir -p "$TMP/o5/big$i/sub"
+	(cd "$TMP/o5/big$i" && touch $(seq -f "f%g" 1 1500) && cd sub && touch $(seq -f "g%g" 1 1500))
+	kill -STOP "$FT"
+	mv "$TMP/o5/big$i" "$W/big$i"
+	touch "$W/.moved$i"
+	kill -USR2 "$FT"
+	kill -CONT "$FT"
+	wait_for "$TMP/view" "	\\.moved$i\$"
+	real_tree "$W" >"$TMP/real"
+	LC_ALL=C sort "$TMP/view" | diff -u "$TMP/real" - >/dev/null ||
+		fail "big directory moved in ($i): the view dumped is not the tree"
+	echo "big directory moved in ($i): view of $(wc -l <"$TMP/real") entries matches"
+	view_check "big directory moved in, then a sentinel ($i)"
+done
+kill -TERM "$FT"
+wait_exit "$FT" || fail "fsnw-tree exit $?"
