@@ -531,10 +531,33 @@ static struct fnode *dir_of(struct fcache *c, const struct fev *e)
 }
 
 /*
- * A directory moved: a tree whose directory is now elsewhere reports its
- * new path from here on (its mounts' anchors with it).
+ * A directory above t's moved (moved: the key of the directory renamed),
+ * not t's own: its root had no rename of its own to say that its events
+ * now report another path. A synthetic FSNW_MOVE_SELF of the root at its
+ * new path says it, as the kernel's says the root's own rename.
  */
-static void roots_moved(struct fsnw *w)
+static void tell_root_moved(struct fsnw *w, struct fantree *t, const unsigned char *moved,
+			    size_t movedlen)
+{
+	const struct fnode *root = t->anchors[0].node;
+	struct watch *lw = t->lw;
+
+	/* Without the moved directory's key, it may be the root (whose own
+	 * MOVE_SELF comes): nothing is said twice. */
+	if (!(lw->mask & FSNW_MOVE_SELF) || !moved ||
+	    (root->keylen == movedlen && !memcmp(root->key, moved, movedlen)))
+		return;
+	(void)queue_push(w->q, &lw->qo, t->anchors[0].report,
+			 FSNW_MOVE_SELF | FSNW_ISDIR | FSNW_SYNTHETIC, 0, NULL, 0, 0);
+	w->st.events_synthetic++;
+}
+
+/*
+ * A directory moved: a tree whose directory is now elsewhere reports its
+ * new path from here on (its mounts' anchors with it), and says so when
+ * the directory moved was one above it.
+ */
+static void roots_moved(struct fsnw *w, const unsigned char *moved, size_t movedlen)
 {
 	struct fantrees *ft = &w->trees.fan;
 	struct list *pos;
@@ -569,6 +592,7 @@ static void roots_moved(struct fsnw *w)
 		strref_put(t->view_path);
 		t->view_path = vp;
 		fcache_invalidate(&ft->cache);
+		tell_root_moved(w, t, moved, movedlen);
 	}
 }
 
@@ -616,7 +640,7 @@ static void apply(struct fsnw *w, const struct fev *e, const struct fev *from, b
 		else
 			fcache_move(c, v, src, sn, sl, dst, e->name, e->namelen, tk, tl);
 		if (live)
-			roots_moved(w);
+			roots_moved(w, tk, tl);
 	} else if (is_from(e) && !(e->flags & E_PAIRED)) {
 		/* Moved where nothing reported it: its place is unknown after. */
 		if (undo)

@@ -450,7 +450,7 @@ START_TEST(root_renamed)
 	char *root = tmpfs_private();
 	char p[PATH_MAX], q[PATH_MAX];
 	struct ev *evs;
-	int wid, n;
+	int wid, n, top, moved;
 
 	make_dirs(root, "p/r/a");
 	wid = fsnw_add(w, at(p, root, "p/r"), FSNW_CREATE | FSNW_MOVE_SELF, FSNW_WATCH_TREE);
@@ -464,13 +464,23 @@ START_TEST(root_renamed)
 	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, at(p, root, "p/r2/a"),
 				 "nd"), 0);
 	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE, at(p, root, "p/r2/a/nd"), "late"), 0);
+	/* Its own rename: the kernel's MOVE_SELF, at the new path, and no other. */
+	ck_assert_int_eq(count_ev(evs, n, wid, FSNW_MOVE_SELF, NULL), 1);
+	ck_assert_int_ge(find_at(evs, n, wid, FSNW_MOVE_SELF, at(p, root, "p/r2"), NULL), 0);
+	ck_assert_int_eq(count_ev(evs, n, wid, FSNW_SYNTHETIC, NULL), 0);
 	evs_free(evs);
-	/* A directory above it. */
+	/* A directory above it: a synthetic MOVE_SELF at the new path says so,
+	 * before the events that report it. */
 	ck_assert_int_eq(rename(at(p, root, "p"), at(q, root, "p2")), 0);
 	touch(root, "p2/r2/top");
 	n = collect(w, &evs, 32, 300);
 	dump_evs(evs, n);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE, at(p, root, "p2/r2"), "top"), 0);
+	top = find_at(evs, n, wid, FSNW_CREATE, at(p, root, "p2/r2"), "top");
+	moved = find_at(evs, n, wid, FSNW_MOVE_SELF | FSNW_SYNTHETIC, at(p, root, "p2/r2"), NULL);
+	ck_assert_int_ge(top, 0);
+	ck_assert_int_ge(moved, 0);
+	ck_assert_int_lt(moved, top);
+	ck_assert_int_eq(count_ev(evs, n, wid, FSNW_MOVE_SELF, NULL), 1);
 	ck_assert_int_eq(count_ev(evs, n, wid, FSNW_IGNORED, NULL), 0);
 	evs_free(evs);
 	fsnw_close(w);

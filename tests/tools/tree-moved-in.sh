@@ -64,4 +64,21 @@ view_check "root renamed"
 
 stop "$FT" || fail "fsnw-tree exited $? on SIGTERM"
 grep -q '"rescan":true' "$TMP/out" && echo "listings reported as rescan lines"
+
+# 6. A directory above the tree's renamed: the library says so with a
+# synthetic MOVE_SELF of the tree's directory at its new path, and fsnw-tree
+# follows it as it follows the directory's own rename.
+mkdir -p "$TMP/up/w6/d"
+W=$TMP/up/w6
+start FT "$TMP/out" "$TMP/err6" "$FSNW_TREE" --backend fanotify --dump "$TMP/view" "$W"
+wait_for "$TMP/err6" "^fsnw-tree: watching "
+mv "$TMP/up" "$TMP/up2"
+W=$TMP/up2/w6
+touch "$W/d/after"
+view_check "a directory above renamed"
+grep -qF '{"path":"'"$W"'","name":null,"events":["MOVE_SELF","ISDIR"]' "$TMP/out" &&
+	grep -F '{"path":"'"$W"'","name":null,"events":["MOVE_SELF"' "$TMP/out" |
+	grep -qF '"synthetic":true' ||
+	fail "no synthetic MOVE_SELF at $W: $(grep MOVE_SELF "$TMP/out")"
+stop "$FT" || fail "fsnw-tree exited $? on SIGTERM"
 exit 0
