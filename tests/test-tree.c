@@ -355,8 +355,14 @@ START_TEST(tree_add_in_forked_child)
 	ck_assert_int_gt(fsnw_add(w, pjoin(a, dir, "a"), FSNW_CREATE, FSNW_WATCH_TREE), 0);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
-	if (pid == 0)
-		_exit(forked_tree_child(w, b));
+	if (pid == 0) {
+		int ret = forked_tree_child(w, b);
+
+		/* The child's copy of the handle: its descriptors and memory
+		 * (the parent's handle keeps its watches). */
+		fsnw_close(w);
+		_exit(ret);
+	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert(WIFEXITED(status));
 	ck_assert_msg(WEXITSTATUS(status) == 0, "child said %d", WEXITSTATUS(status));
