@@ -9,6 +9,7 @@
 #include "mem.h"
 
 #define KEYTAB_MIN 16
+_Static_assert(KEYTAB_MIN >= KEYTAB_RUN, "a table holds a whole group of slots");
 
 void keytab_init(struct keytab *t)
 {

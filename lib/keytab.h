@@ -67,9 +67,21 @@ static inline uint32_t keytab_tag(uint64_t x)
 	return tag ? tag : 1;
 }
 
+/*
+ * Tags in runs of KEYTAB_RUN consecutive values share one group of as many
+ * slots: wids and inotify wds are handed out in order, and an add or remove
+ * loop over them then reads its slots a line after another instead of a
+ * line each. The group is the Fibonacci hash of the run, so strides keep
+ * their spread: a stride that is a multiple of the run fills a slot of each
+ * group it meets, and its probes are at most a run long.
+ */
+#define KEYTAB_RUN 8u
+
 static inline size_t keytab_home(const struct keytab *t, uint32_t tag)
 {
-	return (size_t)((uint32_t)(tag * 0x9e3779b9u) >> t->shift) & t->mask;
+	uint32_t group = (uint32_t)((tag / KEYTAB_RUN) * 0x9e3779b9u) >> t->shift;
+
+	return (size_t)((group & ~(KEYTAB_RUN - 1)) | (tag & (KEYTAB_RUN - 1))) & t->mask;
 }
 
 /*
