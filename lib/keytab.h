@@ -55,6 +55,8 @@ static inline int keytab_reserve(struct keytab *t, size_t more)
 void keytab_insert(struct keytab *t, uint32_t tag, void *val);
 /* Take out the entry (tag, val), which must be in the table. */
 void keytab_remove(struct keytab *t, uint32_t tag, const void *val);
+/* Take out the entry at pos, where keytab_probe found it (no lookup again). */
+void keytab_remove_at(struct keytab *t, size_t pos);
 /* Visit every record; fn may free the record it is given (the table is
  * being torn down) but must not change the table. */
 void keytab_for_each(const struct keytab *t, void (*fn)(void *val, void *arg), void *arg);
