@@ -258,8 +258,12 @@ void kwatch_unpin(struct fsnw *w, struct kwatch *kw, bool park)
 	kwatch_unused(w, kw, park);
 }
 
-/* Unmark up to FLUSH_BATCH doomed kernel watches in one dropping of the lock. */
-static void flush_some(struct fsnw *w)
+/*
+ * Unmark up to FLUSH_BATCH doomed kernel watches in one dropping of the
+ * lock. Each unmark's time ends with a clock read that starts the next
+ * one's; the first starts at t0 when it is given (kwatch_flush_after).
+ */
+static void flush_some(struct fsnw *w, uint64_t t0)
 {
 	struct kwatches *t = &w->kwatches;
 	struct kwatch *batch[FLUSH_BATCH];
@@ -278,14 +282,18 @@ static void flush_some(struct fsnw *w)
 		batch[n++] = kw;
 	}
 	dropped = unlock_for_call(w);
+	if (!t0)
+		t0 = stats_start(w);
 	for (size_t i = 0; i < n; i++) {
-		uint64_t t0 = stats_start(w);
+		uint64_t t1;
 
 		/* A failure leaves a mark the kernel drops at close, whose
 		 * events are dropped as stale meanwhile; the table forgets
 		 * the watch either way. */
 		(void)w->be->unmark(w, batch[i], &tally);
-		took[i] = t0 ? stats_ticks(w) - t0 : 0;
+		t1 = t0 ? stats_ticks(w) : 0;
+		took[i] = t1 - t0;
+		t0 = t1;
 		atomic_store_explicit(&batch[i]->unmark_done, true, memory_order_release);
 	}
 	relock(w, dropped);
@@ -312,8 +320,15 @@ static void flush_some(struct fsnw *w)
 
 void kwatch_flush(struct fsnw *w)
 {
-	while (!list_empty(&w->kwatches.doomed))
-		flush_some(w);
+	uint64_t t0 = w->kwatches.flush_t0;
+
+	/* The tick is this entry point's: never one a later flush could
+	 * start from. */
+	w->kwatches.flush_t0 = 0;
+	while (!list_empty(&w->kwatches.doomed)) {
+		flush_some(w, t0);
+		t0 = 0;
+	}
 }
 
 /*

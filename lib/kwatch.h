@@ -142,6 +142,9 @@ struct kwatches {
 	uint64_t unmarks;
 	uint64_t unmarks_at_empty;
 	struct kwatch *hot;   /* the last one kwatch_find_hot found (cleared when freed) */
+	/* The clock read that ended a remove's timing, where the next flush
+	 * starts timing its first unmark (kwatch_flush_after); 0: none. */
+	uint64_t flush_t0;
 };
 
 void kwatch_table_init(struct kwatches *t, size_t idle_max);
@@ -242,6 +245,14 @@ void kwatch_note_drop(struct kwatches *t, const unsigned char *key, size_t len);
  * table agree whenever no call is in progress.
  */
 void kwatch_flush(struct fsnw *w);
+
+/* The caller's timing ended at tick t, and the flush that ends its entry
+ * point follows: that flush's first unmark is timed from t, a clock read
+ * fewer (0, timing off: nothing). */
+static inline void kwatch_flush_after(struct kwatches *t, uint64_t tick)
+{
+	t->flush_t0 = tick;
+}
 
 /*
  * The two halves of an attach, for callers that time the mark with their own

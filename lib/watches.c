@@ -314,7 +314,8 @@ int watches_remove(struct fsnw *w, int wid)
 	/* A plain watch's detach changes no wid: its slot stays where the
 	 * lookup found it. */
 	remove_watch(w, lw, true, lw->tree ? NO_SLOT : pos);
-	stats_end(w, LAT_REMOVE, t0);
+	/* The unmark a last remove leaves to the flush is timed from here. */
+	kwatch_flush_after(&w->kwatches, stats_end(w, LAT_REMOVE, t0));
 	PROBE1(remove, wid);
 	return 0;
 }
