@@ -25,7 +25,8 @@ static size_t add_items(struct fsnw *w, struct fsnw_batch_item *items, size_t n,
 		int ret = watches_check(items[i].path, &mask, &flags);
 
 		if (ret > 0)
-			ret = watches_add(w, items[i].path, (size_t)ret, mask, flags, &added[i]);
+			ret = watches_add(w, items[i].path, (size_t)ret, mask, flags, NULL,
+					  &added[i]);
 		if (ret == 0)
 			added[i]->in_batch = true;
 		items[i].result = ret;

@@ -420,8 +420,10 @@ FSNW_COLD static bool evict_one(struct fsnw *w)
 
 void kwatch_note_drop(struct kwatches *t, const unsigned char *key, size_t len)
 {
-	t->drop_gen++;
-	t->drop_hash[t->drop_gen % KWATCH_DROPS_KEPT] = key_hash(key, len);
+	uint64_t gen = t->drop_gen + 1;
+
+	t->drop_hash[gen % KWATCH_DROPS_KEPT] = key_hash(key, len);
+	__atomic_store_n(&t->drop_gen, gen, __ATOMIC_RELEASE);
 }
 
 /* Whether the kernel may have dropped the mark of key since drop_gen was gen
@@ -441,23 +443,60 @@ static bool dropped_since(const struct kwatches *t, uint64_t gen, const struct k
 	return false;
 }
 
+void kwatch_mark_early(struct fsnw *w, const char *path, uint32_t kmask, uint32_t flags,
+		       struct kmark_call *mc)
+{
+	mc->made = false;
+	/* A backend that learns a key without a mark looks it up first, and
+	 * a tree walk's marks keep the lock (hold_lock): both under it. */
+	if (w->be->identify || (flags & FSNW_WATCH_TREE))
+		return;
+	/* What is read here is set at open, but for drop_gen, which is read
+	 * before the call as kwatch_mark reads it (a drop noted after this
+	 * read may be of the new mark: the mark is checked). */
+	mc->t0 = stats_start(w);
+	mc->gen = __atomic_load_n(&w->kwatches.drop_gen, __ATOMIC_ACQUIRE);
+	mc->key.bflags = 0;
+	mc->tally = (struct sys_tally){ 0 };
+	mc->ret = w->be->mark(w, AT_FDCWD, path, kmask, flags, 0, &mc->key, &mc->tally);
+	mc->made = true;
+}
+
+/* A mark call: the early one's result the first time, else one made now;
+ * *gen gets drop_gen as it was before the call. */
+static int next_call(struct fsnw *w, int dirfd, const char *path, uint32_t kmask,
+		     uint32_t flags, struct kmark_call *mc, uint64_t *gen)
+{
+	if (mc->made) {
+		mc->made = false;
+		sys_tally_fold(w, &mc->tally);
+		*gen = mc->gen;
+		return mc->ret;
+	}
+	*gen = w->kwatches.drop_gen;
+	return mark_call(w, dirfd, path, kmask, flags, 0, &mc->key);
+}
+
 int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
-		struct kkey *key, uint64_t t0, uint64_t *t1)
+		struct kmark_call *mc)
 {
 	struct kwatches *t = &w->kwatches;
+	struct kkey *key = &mc->key;
 	uint64_t waited = 0;
 	int ret, tries = 0;
 
-	*t1 = 0;
-	/* The backend's notes start empty: identify may leave one for mark. */
-	key->bflags = 0;
-	if (w->be->identify && marked_already(w, dirfd, path, kmask, flags, key))
-		return 0;
+	mc->t1 = 0;
+	if (!mc->made) {
+		/* The backend's notes start empty: identify may leave one for mark. */
+		key->bflags = 0;
+		if (w->be->identify && marked_already(w, dirfd, path, kmask, flags, key))
+			return 0;
+	}
 	for (;;) {
-		uint64_t gen = t->drop_gen;
 		struct kwatch *kw;
+		uint64_t gen;
 
-		ret = mark_call(w, dirfd, path, kmask, flags, 0, key);
+		ret = next_call(w, dirfd, path, kmask, flags, mc, &gen);
 		/* Parked watches count against the kernel's watch limit. */
 		if (ret == -ENOSPC && evict_one(w))
 			continue;
@@ -474,7 +513,7 @@ int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uin
 			ret = -ENOENT;
 		break;
 	}
-	*t1 = stats_end(w, LAT_KERNEL_MARK, t0);
+	mc->t1 = stats_end(w, LAT_KERNEL_MARK, mc->t0);
 	PROBE2(mark, ret, kmask);
 	return ret;
 }
@@ -819,12 +858,12 @@ int kwatch_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
 	if ((flags & FSNW_WATCH_TREE) && w->be->cover &&
 	    cover_call(w, dirfd, path, kmask, flags, &key, &fskey) == 0)
 		return link_covered(w, lw, &key, &fskey, dirfd, path, kmask, flags, linkpath, out);
-	uint64_t t1;
+	struct kmark_call mc = { .t0 = stats_start(w) };
 
-	ret = kwatch_mark(w, dirfd, path, kmask, flags, &key, stats_start(w), &t1);
+	ret = kwatch_mark(w, dirfd, path, kmask, flags, &mc);
 	if (ret < 0)
 		return ret;
-	return kwatch_link(w, lw, &key, dirfd, path, kmask, flags, linkpath, out);
+	return kwatch_link(w, lw, &mc.key, dirfd, path, kmask, flags, linkpath, out);
 }
 
 int kwatch_fs_hold(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,

@@ -204,28 +204,26 @@ static void remove_watch(struct fsnw *w, struct watch *lw, bool park, size_t pos
  * the timed section, so one clock read serves both the add and the mark.
  */
 static int add_plain(struct fsnw *w, const char *path, size_t len, uint32_t mask,
-		     uint32_t flags, uint64_t t0, struct watch **out)
+		     uint32_t flags, struct kmark_call *mc, struct watch **out)
 {
-	struct kkey key;
 	struct watch *lw;
 	struct link *l;
-	uint64_t t1;
 	int ret;
 
-	ret = kwatch_mark(w, AT_FDCWD, path, mask, flags, &key, t0, &t1);
+	ret = kwatch_mark(w, AT_FDCWD, path, mask, flags, mc);
 	if (unlikely(ret < 0))
 		return ret;
 	/* One clock read pair a call: the add is timed until its mark call
 	 * returned (or, with no mark call, until now). The bookkeeping after
 	 * it is well under a microsecond. */
-	if (t0)
-		stats_end_at(w, LAT_ADD, t0, t1 ? t1 : stats_ticks(w));
+	if (mc->t0)
+		stats_end_at(w, LAT_ADD, mc->t0, mc->t1 ? mc->t1 : stats_ticks(w));
 	lw = watch_new(&w->watches, path, len, mask, flags);
 	if (unlikely(!lw)) {
-		kwatch_unmark_new(w, &key);
+		kwatch_unmark_new(w, &mc->key);
 		return -ENOMEM;
 	}
-	ret = kwatch_link(w, lw, &key, AT_FDCWD, path, mask, flags, lw->path, &l);
+	ret = kwatch_link(w, lw, &mc->key, AT_FDCWD, path, mask, flags, lw->path, &l);
 	if (unlikely(ret < 0)) {
 		watch_release(w, lw);
 		return ret;
@@ -253,20 +251,30 @@ FSNW_COLD static int add_tree(struct fsnw *w, const char *path, size_t len, uint
 	return 0;
 }
 
-int watches_add(struct fsnw *w, const char *path, size_t len, uint32_t mask, uint32_t flags,
-		struct watch **out)
+void watches_mark_early(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
+			struct kmark_call *mc)
 {
-	uint64_t t0;
+	kwatch_mark_early(w, path, mask, flags, mc);
+}
+
+int watches_add(struct fsnw *w, const char *path, size_t len, uint32_t mask, uint32_t flags,
+		struct kmark_call *early, struct watch **out)
+{
+	struct kmark_call now;
 	int ret;
 
 	w->st.add_calls++;
-	t0 = stats_start(w);
+	if (!early || !early->made) {
+		now.made = false;
+		now.t0 = stats_start(w);
+		early = &now;
+	}
 	if (flags & FSNW_WATCH_TREE) {
 		ret = add_tree(w, path, len, mask, flags, out);
 		if (ret == 0)
-			stats_end(w, LAT_ADD, t0);
+			stats_end(w, LAT_ADD, early->t0);
 	} else {
-		ret = add_plain(w, path, len, mask, flags, t0, out);
+		ret = add_plain(w, path, len, mask, flags, early, out);
 	}
 	if (ret < 0)
 		return ret;
