@@ -443,13 +443,19 @@ static bool dropped_since(const struct kwatches *t, uint64_t gen, const struct k
 	return false;
 }
 
+bool kwatch_marks_early(const struct fsnw *w)
+{
+	/* A backend that learns a key without a mark looks it up first,
+	 * under the lock. */
+	return !w->be->identify;
+}
+
 void kwatch_mark_early(struct fsnw *w, const char *path, uint32_t kmask, uint32_t flags,
 		       struct kmark_call *mc)
 {
 	mc->made = false;
-	/* A backend that learns a key without a mark looks it up first, and
-	 * a tree walk's marks keep the lock (hold_lock): both under it. */
-	if (w->be->identify || (flags & FSNW_WATCH_TREE))
+	/* A tree walk's marks keep the lock (hold_lock). */
+	if (!kwatch_marks_early(w) || (flags & FSNW_WATCH_TREE))
 		return;
 	/* What is read here is set at open, but for drop_gen, which is read
 	 * before the call as kwatch_mark reads it (a drop noted after this
@@ -459,6 +465,9 @@ void kwatch_mark_early(struct fsnw *w, const char *path, uint32_t kmask, uint32_
 	mc->key.bflags = 0;
 	mc->tally = (struct sys_tally){ 0 };
 	mc->ret = w->be->mark(w, AT_FDCWD, path, kmask, flags, 0, &mc->key, &mc->tally);
+	/* The call is timed by reads at its two ends, whatever the caller
+	 * does before it takes the lock (a batch makes more calls). */
+	mc->t1 = mc->t0 ? stats_ticks(w) : 0;
 	mc->made = true;
 }
 
@@ -482,7 +491,8 @@ int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uin
 {
 	struct kwatches *t = &w->kwatches;
 	struct kkey *key = &mc->key;
-	uint64_t waited = 0;
+	/* Where the early call stands, its time ends where the call did. */
+	uint64_t waited = 0, early_end = mc->made ? mc->t1 : 0;
 	int ret, tries = 0;
 
 	mc->t1 = 0;
@@ -492,10 +502,12 @@ int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uin
 		if (w->be->identify && marked_already(w, dirfd, path, kmask, flags, key))
 			return 0;
 	}
-	for (;;) {
+	for (int calls = 0;; calls++) {
 		struct kwatch *kw;
 		uint64_t gen;
 
+		if (calls)
+			early_end = 0;
 		ret = next_call(w, dirfd, path, kmask, flags, mc, &gen);
 		/* Parked watches count against the kernel's watch limit. */
 		if (ret == -ENOSPC && evict_one(w))
@@ -513,7 +525,12 @@ int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uin
 			ret = -ENOENT;
 		break;
 	}
-	mc->t1 = stats_end(w, LAT_KERNEL_MARK, mc->t0);
+	if (early_end) {
+		stats_end_at(w, LAT_KERNEL_MARK, mc->t0, early_end);
+		mc->t1 = early_end;
+	} else {
+		mc->t1 = stats_end(w, LAT_KERNEL_MARK, mc->t0);
+	}
 	PROBE2(mark, ret, kmask);
 	return ret;
 }

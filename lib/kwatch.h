@@ -258,9 +258,10 @@ static inline void kwatch_flush_after(struct kwatches *t, uint64_t tick)
 /*
  * One mark of an add: the key it returned, its timing (t0, from
  * stats_start, 0: untimed; t1 gets the clock read that ended the mark's
- * timing, or 0, for the caller's histogram to end at) and, where the
- * caller made it before taking the lock (kwatch_mark_early), the first
- * call's result.
+ * timing, or 0, for the caller's histogram to end at: the read right after
+ * the early call where that call's result stands) and, where the caller
+ * made it before taking the lock (kwatch_mark_early), the first call's
+ * result.
  */
 struct kmark_call {
 	struct kkey key;
@@ -280,6 +281,8 @@ struct kmark_call {
  */
 void kwatch_mark_early(struct fsnw *w, const char *path, uint32_t kmask, uint32_t flags,
 		       struct kmark_call *mc);
+/* Whether kwatch_mark_early makes calls with this backend (plain adds). */
+bool kwatch_marks_early(const struct fsnw *w);
 
 /*
  * The two halves of an attach, for callers that time the mark themselves

@@ -257,6 +257,11 @@ void watches_mark_early(struct fsnw *w, const char *path, uint32_t mask, uint32_
 	kwatch_mark_early(w, path, mask, flags, mc);
 }
 
+bool watches_marks_early(const struct fsnw *w)
+{
+	return kwatch_marks_early(w);
+}
+
 int watches_add(struct fsnw *w, const char *path, size_t len, uint32_t mask, uint32_t flags,
 		struct kmark_call *early, struct watch **out)
 {

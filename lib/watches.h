@@ -115,6 +115,8 @@ int watches_add(struct fsnw *w, const char *path, size_t len, uint32_t mask, uin
  * where the backend can make it so, for watches_add (early) to take. */
 void watches_mark_early(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
 			struct kmark_call *mc);
+/* Whether watches_mark_early makes calls with this backend. */
+bool watches_marks_early(const struct fsnw *w);
 /* After the settle: the wid; -ENOENT (the watch is gone) if the object went,
  * or why a tree's walk failed (the add is undone). */
 int watches_finish_add(struct fsnw *w, struct watch *lw);
