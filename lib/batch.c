@@ -6,12 +6,60 @@
  * of the kernel state. Events that predate the batch are read once, by the
  * one settle after every item is attached, not once per shared item.
  */
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 
 #include "export.h"
 #include "handle.h"
 #include "mem.h"
+
+/* Items of a batch whose first mark calls are made together. */
+#define EARLY_ITEMS 16
+
+/* One item, its arguments checked (len, or why they are wrong). */
+static int add_item(struct fsnw *w, struct fsnw_batch_item *it, int len, uint32_t mask,
+		    uint32_t flags, struct kmark_call *mc, struct watch **added)
+{
+	int ret = len;
+
+	if (ret > 0)
+		ret = watches_add(w, it->path, (size_t)ret, mask, flags, mc, added);
+	if (ret == 0)
+		(*added)->in_batch = true;
+	it->result = ret;
+	return ret;
+}
+
+/*
+ * Up to EARLY_ITEMS items of a batch that does not stop at a failure:
+ * their first mark calls are made with the lock dropped once for all of
+ * them (watches_mark_early), not once each; each item then goes on as a
+ * single add. Every item is tried, so the calls are those one at a time
+ * would make.
+ */
+static void add_early(struct fsnw *w, struct fsnw_batch_item *items, size_t n,
+		      struct watch **added)
+{
+	struct kmark_call mc[EARLY_ITEMS];
+	uint32_t mask[EARLY_ITEMS], flags[EARLY_ITEMS];
+	int len[EARLY_ITEMS];
+
+	assert(n <= EARLY_ITEMS);
+	for (size_t i = 0; i < n; i++) {
+		mask[i] = items[i].mask;
+		flags[i] = items[i].flags;
+		len[i] = watches_check(items[i].path, &mask[i], &flags[i]);
+		mc[i].made = false;
+	}
+	lock_give(&w->lock);
+	for (size_t i = 0; i < n; i++)
+		if (len[i] > 0)
+			watches_mark_early(w, items[i].path, mask[i], flags[i], &mc[i]);
+	lock_take(&w->lock);
+	for (size_t i = 0; i < n; i++)
+		add_item(w, &items[i], len[i], mask[i], flags[i], &mc[i], &added[i]);
+}
 
 /* Add every item; the first failure of an atomic batch stops it. Returns
  * the index of that failure, or n. */
@@ -20,16 +68,18 @@ static size_t add_items(struct fsnw *w, struct fsnw_batch_item *items, size_t n,
 {
 	for (size_t i = 0; i < n; i++)
 		added[i] = NULL;
+	/* An atomic batch marks nothing after its failure: one at a time. */
+	if (!atomic && watches_marks_early(w)) {
+		for (size_t i = 0; i < n; i += EARLY_ITEMS)
+			add_early(w, items + i, n - i < EARLY_ITEMS ? n - i : EARLY_ITEMS,
+				  added + i);
+		return n;
+	}
 	for (size_t i = 0; i < n; i++) {
 		uint32_t mask = items[i].mask, flags = items[i].flags;
 		int ret = watches_check(items[i].path, &mask, &flags);
 
-		if (ret > 0)
-			ret = watches_add(w, items[i].path, (size_t)ret, mask, flags, &added[i]);
-		if (ret == 0)
-			added[i]->in_batch = true;
-		items[i].result = ret;
-		if (ret < 0 && atomic)
+		if (add_item(w, &items[i], ret, mask, flags, NULL, &added[i]) < 0 && atomic)
 			return i;
 	}
 	return n;

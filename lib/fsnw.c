@@ -167,6 +167,7 @@ FSNW_EXPORT int fsnw_get_backend(const struct fsnw *w)
 
 FSNW_EXPORT int fsnw_add(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags)
 {
+	struct kmark_call mc;
 	struct watch *lw;
 	int ret;
 
@@ -175,8 +176,11 @@ FSNW_EXPORT int fsnw_add(struct fsnw *w, const char *path, uint32_t mask, uint32
 	ret = watches_check(path, &mask, &flags);
 	if (ret < 0)
 		return ret;
+	/* The mark syscall is never made with the lock held: where it can be,
+	 * it is made before the lock is taken rather than with it dropped. */
+	watches_mark_early(w, path, mask, flags, &mc);
 	lock(w);
-	ret = watches_add(w, path, (size_t)ret, mask, flags, &lw);
+	ret = watches_add(w, path, (size_t)ret, mask, flags, &mc, &lw);
 	if (ret == 0) {
 		engine_settle(w);
 		ret = watches_finish_add(w, lw);

@@ -9,6 +9,7 @@
 #include "mem.h"
 
 #define KEYTAB_MIN 16
+_Static_assert(KEYTAB_MIN >= KEYTAB_RUN, "a table holds a whole group of slots");
 
 void keytab_init(struct keytab *t)
 {
@@ -89,17 +90,11 @@ static bool in_range(size_t h, size_t from, size_t to)
 	return from <= to ? h > from && h <= to : h > from || h <= to;
 }
 
-void keytab_remove(struct keytab *t, uint32_t tag, const void *val)
+void keytab_remove_at(struct keytab *t, size_t pos)
 {
-	size_t i = keytab_start(t, tag), j;
-	void *v;
+	size_t i = pos & t->mask, j;
 
-	while ((v = keytab_probe(t, tag, &i)) && v != val)
-		i++;
-	assert(v == val);
-	if (!v)
-		return;
-	i &= t->mask;
+	assert(t->slots && t->slots[i].tag);
 	/* Shift back every entry after i that may not be moved past its home. */
 	for (j = (i + 1) & t->mask; t->slots[j].tag; j = (j + 1) & t->mask) {
 		if (in_range(keytab_home(t, t->slots[j].tag), i, j))
@@ -109,6 +104,18 @@ void keytab_remove(struct keytab *t, uint32_t tag, const void *val)
 	}
 	t->slots[i].tag = 0;
 	t->count--;
+}
+
+void keytab_remove(struct keytab *t, uint32_t tag, const void *val)
+{
+	size_t i = keytab_start(t, tag);
+	void *v;
+
+	while ((v = keytab_probe(t, tag, &i)) && v != val)
+		i++;
+	assert(v == val);
+	if (v)
+		keytab_remove_at(t, i);
 }
 
 void keytab_for_each(const struct keytab *t, void (*fn)(void *val, void *arg), void *arg)

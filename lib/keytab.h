@@ -55,6 +55,8 @@ static inline int keytab_reserve(struct keytab *t, size_t more)
 void keytab_insert(struct keytab *t, uint32_t tag, void *val);
 /* Take out the entry (tag, val), which must be in the table. */
 void keytab_remove(struct keytab *t, uint32_t tag, const void *val);
+/* Take out the entry at pos, where keytab_probe found it (no lookup again). */
+void keytab_remove_at(struct keytab *t, size_t pos);
 /* Visit every record; fn may free the record it is given (the table is
  * being torn down) but must not change the table. */
 void keytab_for_each(const struct keytab *t, void (*fn)(void *val, void *arg), void *arg);
@@ -67,9 +69,21 @@ static inline uint32_t keytab_tag(uint64_t x)
 	return tag ? tag : 1;
 }
 
+/*
+ * Tags in runs of KEYTAB_RUN consecutive values share one group of as many
+ * slots: wids and inotify wds are handed out in order, and an add or remove
+ * loop over them then reads its slots a line after another instead of a
+ * line each. The group is the Fibonacci hash of the run, so strides keep
+ * their spread: a stride that is a multiple of the run fills a slot of each
+ * group it meets, and its probes are at most a run long.
+ */
+#define KEYTAB_RUN 8u
+
 static inline size_t keytab_home(const struct keytab *t, uint32_t tag)
 {
-	return (size_t)((uint32_t)(tag * 0x9e3779b9u) >> t->shift) & t->mask;
+	uint32_t group = (uint32_t)((tag / KEYTAB_RUN) * 0x9e3779b9u) >> t->shift;
+
+	return (size_t)((group & ~(KEYTAB_RUN - 1)) | (tag & (KEYTAB_RUN - 1))) & t->mask;
 }
 
 /*

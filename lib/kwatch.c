@@ -258,8 +258,12 @@ void kwatch_unpin(struct fsnw *w, struct kwatch *kw, bool park)
 	kwatch_unused(w, kw, park);
 }
 
-/* Unmark up to FLUSH_BATCH doomed kernel watches in one dropping of the lock. */
-static void flush_some(struct fsnw *w)
+/*
+ * Unmark up to FLUSH_BATCH doomed kernel watches in one dropping of the
+ * lock. Each unmark's time ends with a clock read that starts the next
+ * one's; the first starts at t0 when it is given (kwatch_flush_after).
+ */
+static void flush_some(struct fsnw *w, uint64_t t0)
 {
 	struct kwatches *t = &w->kwatches;
 	struct kwatch *batch[FLUSH_BATCH];
@@ -278,14 +282,18 @@ static void flush_some(struct fsnw *w)
 		batch[n++] = kw;
 	}
 	dropped = unlock_for_call(w);
+	if (!t0)
+		t0 = stats_start(w);
 	for (size_t i = 0; i < n; i++) {
-		uint64_t t0 = stats_start(w);
+		uint64_t t1;
 
 		/* A failure leaves a mark the kernel drops at close, whose
 		 * events are dropped as stale meanwhile; the table forgets
 		 * the watch either way. */
 		(void)w->be->unmark(w, batch[i], &tally);
-		took[i] = t0 ? stats_ticks(w) - t0 : 0;
+		t1 = t0 ? stats_ticks(w) : 0;
+		took[i] = t1 - t0;
+		t0 = t1;
 		atomic_store_explicit(&batch[i]->unmark_done, true, memory_order_release);
 	}
 	relock(w, dropped);
@@ -312,8 +320,15 @@ static void flush_some(struct fsnw *w)
 
 void kwatch_flush(struct fsnw *w)
 {
-	while (!list_empty(&w->kwatches.doomed))
-		flush_some(w);
+	uint64_t t0 = w->kwatches.flush_t0;
+
+	/* The tick is this entry point's: never one a later flush could
+	 * start from. */
+	w->kwatches.flush_t0 = 0;
+	while (!list_empty(&w->kwatches.doomed)) {
+		flush_some(w, t0);
+		t0 = 0;
+	}
 }
 
 /*
@@ -405,8 +420,10 @@ FSNW_COLD static bool evict_one(struct fsnw *w)
 
 void kwatch_note_drop(struct kwatches *t, const unsigned char *key, size_t len)
 {
-	t->drop_gen++;
-	t->drop_hash[t->drop_gen % KWATCH_DROPS_KEPT] = key_hash(key, len);
+	uint64_t gen = t->drop_gen + 1;
+
+	t->drop_hash[gen % KWATCH_DROPS_KEPT] = key_hash(key, len);
+	__atomic_store_n(&t->drop_gen, gen, __ATOMIC_RELEASE);
 }
 
 /* Whether the kernel may have dropped the mark of key since drop_gen was gen
@@ -426,23 +443,72 @@ static bool dropped_since(const struct kwatches *t, uint64_t gen, const struct k
 	return false;
 }
 
+bool kwatch_marks_early(const struct fsnw *w)
+{
+	/* A backend that learns a key without a mark looks it up first,
+	 * under the lock. */
+	return !w->be->identify;
+}
+
+void kwatch_mark_early(struct fsnw *w, const char *path, uint32_t kmask, uint32_t flags,
+		       struct kmark_call *mc)
+{
+	mc->made = false;
+	/* A tree walk's marks keep the lock (hold_lock). */
+	if (!kwatch_marks_early(w) || (flags & FSNW_WATCH_TREE))
+		return;
+	/* What is read here is set at open, but for drop_gen, which is read
+	 * before the call as kwatch_mark reads it (a drop noted after this
+	 * read may be of the new mark: the mark is checked). */
+	mc->t0 = stats_start(w);
+	mc->gen = __atomic_load_n(&w->kwatches.drop_gen, __ATOMIC_ACQUIRE);
+	mc->key.bflags = 0;
+	mc->tally = (struct sys_tally){ 0 };
+	mc->ret = w->be->mark(w, AT_FDCWD, path, kmask, flags, 0, &mc->key, &mc->tally);
+	/* The call is timed by reads at its two ends, whatever the caller
+	 * does before it takes the lock (a batch makes more calls). */
+	mc->t1 = mc->t0 ? stats_ticks(w) : 0;
+	mc->made = true;
+}
+
+/* A mark call: the early one's result the first time, else one made now;
+ * *gen gets drop_gen as it was before the call. */
+static int next_call(struct fsnw *w, int dirfd, const char *path, uint32_t kmask,
+		     uint32_t flags, struct kmark_call *mc, uint64_t *gen)
+{
+	if (mc->made) {
+		mc->made = false;
+		sys_tally_fold(w, &mc->tally);
+		*gen = mc->gen;
+		return mc->ret;
+	}
+	*gen = w->kwatches.drop_gen;
+	return mark_call(w, dirfd, path, kmask, flags, 0, &mc->key);
+}
+
 int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
-		struct kkey *key, uint64_t t0, uint64_t *t1)
+		struct kmark_call *mc)
 {
 	struct kwatches *t = &w->kwatches;
-	uint64_t waited = 0;
+	struct kkey *key = &mc->key;
+	/* Where the early call stands, its time ends where the call did. */
+	uint64_t waited = 0, early_end = mc->made ? mc->t1 : 0;
 	int ret, tries = 0;
 
-	*t1 = 0;
-	/* The backend's notes start empty: identify may leave one for mark. */
-	key->bflags = 0;
-	if (w->be->identify && marked_already(w, dirfd, path, kmask, flags, key))
-		return 0;
-	for (;;) {
-		uint64_t gen = t->drop_gen;
+	mc->t1 = 0;
+	if (!mc->made) {
+		/* The backend's notes start empty: identify may leave one for mark. */
+		key->bflags = 0;
+		if (w->be->identify && marked_already(w, dirfd, path, kmask, flags, key))
+			return 0;
+	}
+	for (int calls = 0;; calls++) {
 		struct kwatch *kw;
+		uint64_t gen;
 
-		ret = mark_call(w, dirfd, path, kmask, flags, 0, key);
+		if (calls)
+			early_end = 0;
+		ret = next_call(w, dirfd, path, kmask, flags, mc, &gen);
 		/* Parked watches count against the kernel's watch limit. */
 		if (ret == -ENOSPC && evict_one(w))
 			continue;
@@ -459,7 +525,12 @@ int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uin
 			ret = -ENOENT;
 		break;
 	}
-	*t1 = stats_end(w, LAT_KERNEL_MARK, t0);
+	if (early_end) {
+		stats_end_at(w, LAT_KERNEL_MARK, mc->t0, early_end);
+		mc->t1 = early_end;
+	} else {
+		mc->t1 = stats_end(w, LAT_KERNEL_MARK, mc->t0);
+	}
 	PROBE2(mark, ret, kmask);
 	return ret;
 }
@@ -804,12 +875,12 @@ int kwatch_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
 	if ((flags & FSNW_WATCH_TREE) && w->be->cover &&
 	    cover_call(w, dirfd, path, kmask, flags, &key, &fskey) == 0)
 		return link_covered(w, lw, &key, &fskey, dirfd, path, kmask, flags, linkpath, out);
-	uint64_t t1;
+	struct kmark_call mc = { .t0 = stats_start(w) };
 
-	ret = kwatch_mark(w, dirfd, path, kmask, flags, &key, stats_start(w), &t1);
+	ret = kwatch_mark(w, dirfd, path, kmask, flags, &mc);
 	if (ret < 0)
 		return ret;
-	return kwatch_link(w, lw, &key, dirfd, path, kmask, flags, linkpath, out);
+	return kwatch_link(w, lw, &mc.key, dirfd, path, kmask, flags, linkpath, out);
 }
 
 int kwatch_fs_hold(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,

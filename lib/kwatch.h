@@ -17,7 +17,7 @@
  * threads sharing a handle do not queue behind each other's syscalls.
  * kwatch_mark, kwatch_link, kwatch_attach and kwatch_flush drop the lock
  * around each kernel call and take it again; on return the table may have
- * changed. The exception is a tree walk, which holds the lock throughout
+ * changed. kwatch_mark_early runs before the caller takes the lock. The exception is a tree walk, which holds the lock throughout
  * (kwatch_hold_lock): its walk state must not change under it.
  *
  * States of a kernel watch (enum kw_state), all in the table by key:
@@ -129,7 +129,8 @@ struct kwatches {
 	size_t nparked;
 	size_t idle_max;
 	uint32_t live_gen;    /* reconcile generation */
-	uint64_t drop_gen;    /* kernel drops seen: a mark made meanwhile is checked */
+	uint64_t drop_gen;    /* kernel drops seen: a mark made meanwhile is checked
+			       * (stored atomically: kwatch_mark_early reads it unlocked) */
 	uint64_t drop_hash[KWATCH_DROPS_KEPT]; /* key hashes of the last drops, by drop_gen */
 	uint64_t serial;      /* the last kernel watch record made */
 	struct mem_cache kw_cache;   /* records with keys of up to KWATCH_CACHED_KEY bytes */
@@ -142,6 +143,9 @@ struct kwatches {
 	uint64_t unmarks;
 	uint64_t unmarks_at_empty;
 	struct kwatch *hot;   /* the last one kwatch_find_hot found (cleared when freed) */
+	/* The clock read that ended a remove's timing, where the next flush
+	 * starts timing its first unmark (kwatch_flush_after); 0: none. */
+	uint64_t flush_t0;
 };
 
 void kwatch_table_init(struct kwatches *t, size_t idle_max);
@@ -243,17 +247,53 @@ void kwatch_note_drop(struct kwatches *t, const unsigned char *key, size_t len);
  */
 void kwatch_flush(struct fsnw *w);
 
+/* The caller's timing ended at tick t, and the flush that ends its entry
+ * point follows: that flush's first unmark is timed from t, a clock read
+ * fewer (0, timing off: nothing). */
+static inline void kwatch_flush_after(struct kwatches *t, uint64_t tick)
+{
+	t->flush_t0 = tick;
+}
+
 /*
- * The two halves of an attach, for callers that time the mark with their own
- * clock read (t0, from stats_start; *t1 gets the read that ended the mark's
- * timing, or 0, for the caller's histogram to end at). kwatch_mark makes the kernel call (one
- * syscall; an object already watched gets no new mark). kwatch_link then
+ * One mark of an add: the key it returned, its timing (t0, from
+ * stats_start, 0: untimed; t1 gets the clock read that ended the mark's
+ * timing, or 0, for the caller's histogram to end at: the read right after
+ * the early call where that call's result stands) and, where the caller
+ * made it before taking the lock (kwatch_mark_early), the first call's
+ * result.
+ */
+struct kmark_call {
+	struct kkey key;
+	uint64_t t0, t1;
+	bool made;              /* the first call was made early: */
+	int ret;                /* its result, */
+	uint64_t gen;           /* drop_gen read before it, */
+	struct sys_tally tally; /* its syscalls, folded in under the lock */
+};
+
+/*
+ * Without the handle's lock (the one function here that runs so): the
+ * first mark call of a plain add, where the backend marks by path alone
+ * (inotify), so that the add takes the lock once instead of dropping it
+ * for the call. Elsewhere (fanotify looks its key up first) it makes no
+ * call and kwatch_mark makes them all.
+ */
+void kwatch_mark_early(struct fsnw *w, const char *path, uint32_t kmask, uint32_t flags,
+		       struct kmark_call *mc);
+/* Whether kwatch_mark_early makes calls with this backend (plain adds). */
+bool kwatch_marks_early(const struct fsnw *w);
+
+/*
+ * The two halves of an attach, for callers that time the mark themselves
+ * (mc). kwatch_mark makes the kernel call (one syscall; an object already
+ * watched gets no new mark), or takes the result of the early one. kwatch_link then
  * attaches lw to the kernel watch of key, reporting linkpath; if it fails, a
  * mark that created no kernel watch of ours is undone. kwatch_unmark_new
  * undoes such a mark when the caller fails between the two.
  */
 int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
-		struct kkey *key, uint64_t t0, uint64_t *t1);
+		struct kmark_call *mc);
 int kwatch_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int dirfd,
 		const char *path, uint32_t kmask, uint32_t flags, struct strref *linkpath,
 		struct link **out);

@@ -76,15 +76,26 @@ void watches_fini(struct fsnw *w)
 	strpool_fini(&t->paths);
 }
 
-struct watch *watches_find(const struct watches *t, int wid)
+/* The watch of wid and its slot in the wid table. */
+static struct watch *find_at(const struct watches *t, int wid, size_t *at)
 {
 	struct watch *lw;
 	size_t pos;
 
-	keytab_for_each_tag(lw, pos, &t->by_wid, keytab_tag((uint32_t)wid))
-		if (lw->qo.wid == wid)
+	keytab_for_each_tag(lw, pos, &t->by_wid, keytab_tag((uint32_t)wid)) {
+		if (lw->qo.wid == wid) {
+			*at = pos;
 			return lw;
+		}
+	}
 	return NULL;
+}
+
+struct watch *watches_find(const struct watches *t, int wid)
+{
+	size_t pos;
+
+	return find_at(t, wid, &pos);
 }
 
 size_t watches_count(const struct watches *t)
@@ -143,12 +154,28 @@ static struct watch *watch_new(struct watches *t, const char *path, size_t len, 
 	return lw;
 }
 
-/* Out of the table and freed: no links left, nothing queued. */
+/* A wid table slot not known: looked up. */
+#define NO_SLOT SIZE_MAX
+
+/* Out of the table (from slot pos, where find_at found it, or looked up)
+ * and freed: no links left, nothing queued. */
+static void watch_release_at(struct fsnw *w, struct watch *lw, size_t pos)
+{
+	struct keytab *t = &w->watches.by_wid;
+
+	assert(!lw->nlinks && !lw->tree && !lw->qo.queued);
+	if (pos == NO_SLOT) {
+		keytab_remove(t, keytab_tag((uint32_t)lw->qo.wid), lw);
+	} else {
+		assert(keytab_val(&t->slots[pos]) == lw);
+		keytab_remove_at(t, pos);
+	}
+	free_watch(&w->watches, lw);
+}
+
 static void watch_release(struct fsnw *w, struct watch *lw)
 {
-	assert(!lw->nlinks && !lw->tree && !lw->qo.queued);
-	keytab_remove(&w->watches.by_wid, keytab_tag((uint32_t)lw->qo.wid), lw);
-	free_watch(&w->watches, lw);
+	watch_release_at(w, lw, NO_SLOT);
 }
 
 static void detach_all(struct fsnw *w, struct watch *lw, bool park)
@@ -164,12 +191,12 @@ static void detach_all(struct fsnw *w, struct watch *lw, bool park)
 }
 
 /* Detach a logical watch from the kernel, drop what it has queued, free it. */
-static void remove_watch(struct fsnw *w, struct watch *lw, bool park)
+static void remove_watch(struct fsnw *w, struct watch *lw, bool park, size_t pos)
 {
 	if (!lw->zombie)
 		detach_all(w, lw, park);
 	w->st.dropped_removed += queue_purge(w->q, &lw->qo);
-	watch_release(w, lw);
+	watch_release_at(w, lw, pos);
 }
 
 /*
@@ -177,28 +204,26 @@ static void remove_watch(struct fsnw *w, struct watch *lw, bool park)
  * the timed section, so one clock read serves both the add and the mark.
  */
 static int add_plain(struct fsnw *w, const char *path, size_t len, uint32_t mask,
-		     uint32_t flags, uint64_t t0, struct watch **out)
+		     uint32_t flags, struct kmark_call *mc, struct watch **out)
 {
-	struct kkey key;
 	struct watch *lw;
 	struct link *l;
-	uint64_t t1;
 	int ret;
 
-	ret = kwatch_mark(w, AT_FDCWD, path, mask, flags, &key, t0, &t1);
+	ret = kwatch_mark(w, AT_FDCWD, path, mask, flags, mc);
 	if (unlikely(ret < 0))
 		return ret;
 	/* One clock read pair a call: the add is timed until its mark call
 	 * returned (or, with no mark call, until now). The bookkeeping after
 	 * it is well under a microsecond. */
-	if (t0)
-		stats_end_at(w, LAT_ADD, t0, t1 ? t1 : stats_ticks(w));
+	if (mc->t0)
+		stats_end_at(w, LAT_ADD, mc->t0, mc->t1 ? mc->t1 : stats_ticks(w));
 	lw = watch_new(&w->watches, path, len, mask, flags);
 	if (unlikely(!lw)) {
-		kwatch_unmark_new(w, &key);
+		kwatch_unmark_new(w, &mc->key);
 		return -ENOMEM;
 	}
-	ret = kwatch_link(w, lw, &key, AT_FDCWD, path, mask, flags, lw->path, &l);
+	ret = kwatch_link(w, lw, &mc->key, AT_FDCWD, path, mask, flags, lw->path, &l);
 	if (unlikely(ret < 0)) {
 		watch_release(w, lw);
 		return ret;
@@ -226,20 +251,35 @@ FSNW_COLD static int add_tree(struct fsnw *w, const char *path, size_t len, uint
 	return 0;
 }
 
-int watches_add(struct fsnw *w, const char *path, size_t len, uint32_t mask, uint32_t flags,
-		struct watch **out)
+void watches_mark_early(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
+			struct kmark_call *mc)
 {
-	uint64_t t0;
+	kwatch_mark_early(w, path, mask, flags, mc);
+}
+
+bool watches_marks_early(const struct fsnw *w)
+{
+	return kwatch_marks_early(w);
+}
+
+int watches_add(struct fsnw *w, const char *path, size_t len, uint32_t mask, uint32_t flags,
+		struct kmark_call *early, struct watch **out)
+{
+	struct kmark_call now;
 	int ret;
 
 	w->st.add_calls++;
-	t0 = stats_start(w);
+	if (!early || !early->made) {
+		now.made = false;
+		now.t0 = stats_start(w);
+		early = &now;
+	}
 	if (flags & FSNW_WATCH_TREE) {
 		ret = add_tree(w, path, len, mask, flags, out);
 		if (ret == 0)
-			stats_end(w, LAT_ADD, t0);
+			stats_end(w, LAT_ADD, early->t0);
 	} else {
-		ret = add_plain(w, path, len, mask, flags, t0, out);
+		ret = add_plain(w, path, len, mask, flags, early, out);
 	}
 	if (ret < 0)
 		return ret;
@@ -262,7 +302,7 @@ int watches_finish_add(struct fsnw *w, struct watch *lw)
 	if (lw->add_failed) {
 		/* Its object went while it was being added: its links are
 		 * detached, and what it heard is dropped. */
-		remove_watch(w, lw, false);
+		remove_watch(w, lw, false, NO_SLOT);
 		return -ENOENT;
 	}
 	/* A oneshot that fired during its add, whose FSNW_IGNORED a reader
@@ -276,15 +316,19 @@ int watches_remove(struct fsnw *w, int wid)
 {
 	uint64_t t0 = stats_start(w);
 	struct watch *lw;
+	size_t pos;
 
 	if (wid <= 0)
 		return -EINVAL;
-	lw = watches_find(&w->watches, wid);
+	lw = find_at(&w->watches, wid, &pos);
 	if (!lw || lw->adding)
 		return -ENOENT;
 	w->st.remove_calls++;
-	remove_watch(w, lw, true);
-	stats_end(w, LAT_REMOVE, t0);
+	/* A plain watch's detach changes no wid: its slot stays where the
+	 * lookup found it. */
+	remove_watch(w, lw, true, lw->tree ? NO_SLOT : pos);
+	/* The unmark a last remove leaves to the flush is timed from here. */
+	kwatch_flush_after(&w->kwatches, stats_end(w, LAT_REMOVE, t0));
 	PROBE1(remove, wid);
 	return 0;
 }

@@ -28,6 +28,7 @@
 #include "strref.h"
 
 struct fsnw;
+struct kmark_call;
 struct kwatch;
 struct tree;
 struct tdir;
@@ -109,7 +110,13 @@ int watches_check(const char *path, uint32_t *mask, uint32_t *flags);
  * changed.
  */
 int watches_add(struct fsnw *w, const char *path, size_t len, uint32_t mask, uint32_t flags,
-		struct watch **out);
+		struct kmark_call *early, struct watch **out);
+/* Before fsnw_add takes the lock (the lock not held): its first mark call,
+ * where the backend can make it so, for watches_add (early) to take. */
+void watches_mark_early(struct fsnw *w, const char *path, uint32_t mask, uint32_t flags,
+			struct kmark_call *mc);
+/* Whether watches_mark_early makes calls with this backend. */
+bool watches_marks_early(const struct fsnw *w);
 /* After the settle: the wid; -ENOENT (the watch is gone) if the object went,
  * or why a tree's walk failed (the add is undone). */
 int watches_finish_add(struct fsnw *w, struct watch *lw);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* fsnw_add_batch / fsnw_remove_batch. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test-common.h"
@@ -153,6 +155,82 @@ START_TEST(duplicates_and_one_drain)
 }
 END_TEST
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * A batch longer than the items whose marks are made together (batch.c),
+ * with failures, a duplicate and a tree among them: per-item results as
+ * single adds give, one mark call an item that passed its checks, and each
+ * mark timed by itself (the marks' times fit in the batch's wall time).
+ */
+START_TEST(long_batch_like_single_adds)
+{
+	enum { N = 40 };
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	static char p[N][PATH_MAX];
+	struct fsnw_batch_item items[N];
+	struct fsnw_stats s0, s1;
+	uint64_t t0, wall;
+	int wids[N], n = 0, calls = 0;
+
+	for (int i = 0; i < N; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "f%d", i);
+		if (i % 10 != 7)
+			touch(dir, name);
+		pjoin(p[i], dir, name);
+		items[i] = (struct fsnw_batch_item){ p[i], i % 10 == 9 ? 0 : FSNW_MODIFY, 0, 0 };
+		calls += i % 10 != 9;
+	}
+	items[5].path = p[4];
+	items[20] = (struct fsnw_batch_item){ dir, FSNW_CREATE, FSNW_WATCH_TREE, 0 };
+	s0 = stats_of(w);
+	t0 = mono_ns();
+	ck_assert_int_eq(fsnw_add_batch(w, items, N, 0), N - 8);
+	wall = mono_ns() - t0;
+	s1 = stats_of(w);
+	for (int i = 0; i < N; i++) {
+		if (i % 10 == 9)
+			ck_assert_int_eq(items[i].result, -EINVAL);
+		else if (i % 10 == 7)
+			ck_assert_int_eq(items[i].result, -ENOENT);
+		else
+			wids[n++] = items[i].result;
+	}
+	for (int i = 0; i < n; i++) {
+		ck_assert_int_gt(wids[i], 0);
+		for (int j = 0; j < i; j++)
+			ck_assert_int_ne(wids[i], wids[j]);
+	}
+	ck_assert_uint_eq(s1.logical_watches, N - 8);
+	ck_assert_uint_eq(s1.dedup_hits - s0.dedup_hits, 1);
+	ck_assert_uint_eq(s1.add_calls - s0.add_calls, (uint64_t)calls);
+	if (test_backend == FSNW_BACKEND_INOTIFY) {
+		/* The tree's one directory is one mark, as a file's. */
+		ck_assert_uint_eq(s1.sys_inotify_add_watch - s0.sys_inotify_add_watch,
+				  (uint64_t)calls);
+		ck_assert_uint_eq(s1.lat_kernel_mark.count - s0.lat_kernel_mark.count,
+				  (uint64_t)calls);
+		ck_assert_uint_le(s1.lat_kernel_mark.sum_ns - s0.lat_kernel_mark.sum_ns, wall);
+	}
+	ck_assert_int_eq(fsnw_remove_batch(w, wids, (size_t)n, NULL), n);
+	ck_assert_uint_eq(stats_of(w).kernel_watches, 0);
+	fsnw_close(w);
+	for (int i = 0; i < N; i++)
+		if (i % 10 != 7)
+			unlink(p[i]);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 TEST_SUITE(batch)
 {
 	Suite *s = suite_create("batch");
@@ -160,5 +238,6 @@ TEST_SUITE(batch)
 	ADD_TEST(s, per_item_results);
 	ADD_TEST(s, atomic_rollback);
 	ADD_TEST(s, duplicates_and_one_drain);
+	ADD_TEST(s, long_batch_like_single_adds);
 	return s;
 }

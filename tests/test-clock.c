@@ -6,7 +6,9 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "stats.h"
 #include "test-common.h"
@@ -105,11 +107,62 @@ START_TEST(latencies_inside_wall_time)
 }
 END_TEST
 
+/*
+ * An unmark is timed from the clock read that ended its remove's timing,
+ * never from one of an earlier call: a oneshot's unmark, flushed by the
+ * read that fired it after a non-last remove and a pause, is timed within
+ * that read's wall time. (The pause is the gap a stale tick would count.)
+ */
+START_TEST(unmark_timed_within_its_call)
+{
+	char *dir = tmpdir_make();
+	struct fsnw_event ev[8];
+	char f[PATH_MAX], g[PATH_MAX];
+	struct fsnw_stats st;
+	struct fsnw *w = test_open(0, 0, 0);
+	uint64_t t0, wall, timed;
+	int n = 0, one, two;
+
+	touch(dir, "f");
+	touch(dir, "g");
+	snprintf(f, sizeof(f), "%s/f", dir);
+	snprintf(g, sizeof(g), "%s/g", dir);
+	ck_assert_int_gt(fsnw_add(w, g, FSNW_ATTRIB, FSNW_WATCH_ONESHOT), 0);
+	one = fsnw_add(w, f, FSNW_ATTRIB, 0);
+	two = fsnw_add(w, f, FSNW_ATTRIB, 0);
+	ck_assert_int_gt(one, 0);
+	ck_assert_int_eq(fsnw_remove(w, two), 0); /* not the last: no unmark */
+	usleep(20000);
+	ck_assert_int_eq(chmod(g, 0600), 0);
+	t0 = now_ns();
+	while (n == 0)
+		n = fsnw_read(w, ev, 8, 1000);
+	wall = now_ns() - t0;
+	ck_assert_int_gt(n, 0);
+	st = stats_of(w);
+	ck_assert_uint_eq(st.lat_kernel_unmark.count, 1);
+	ck_assert_uint_le(st.lat_kernel_unmark.sum_ns, wall);
+	/* A last remove's unmark, timed from the remove's end: the remove
+	 * and its unmark are disjoint parts of the call. */
+	timed = st.lat_remove.sum_ns + st.lat_kernel_unmark.sum_ns;
+	t0 = now_ns();
+	ck_assert_int_eq(fsnw_remove(w, one), 0);
+	wall = now_ns() - t0;
+	st = stats_of(w);
+	ck_assert_uint_eq(st.lat_kernel_unmark.count, 2);
+	ck_assert_uint_eq(st.lat_remove.count, 2);
+	ck_assert_uint_le(st.lat_remove.sum_ns + st.lat_kernel_unmark.sum_ns - timed, wall);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 TEST_SUITE(timing_clock)
 {
 	Suite *s = suite_create("timing_clock");
 
 	ADD_TEST(s, clock_windows);
 	ADD_TEST(s, latencies_inside_wall_time);
+	ADD_TEST(s, unmark_timed_within_its_call);
 	return s;
 }

@@ -55,8 +55,19 @@ static size_t churn(unsigned seed, uint32_t ntags, size_t n)
 	for (int step = 0; step < 20000; step++) {
 		struct rec *x = &r[(size_t)rand() % n];
 
-		if (x->in) {
+		if (x->in && step % 2) {
 			keytab_remove(&t, x->tag, x);
+			x->in = false;
+		} else if (x->in) {
+			size_t pos;
+			void *v;
+
+			/* Where a lookup found it, as watches_remove does. */
+			keytab_for_each_tag(v, pos, &t, x->tag)
+				if (v == x)
+					break;
+			ck_assert_ptr_eq(v, x);
+			keytab_remove_at(&t, pos);
 			x->in = false;
 		} else {
 			ck_assert_int_eq(keytab_reserve(&t, 1), 0);
@@ -125,6 +136,77 @@ START_TEST(sequential_keys)
 }
 END_TEST
 
+/* The slot of record x under tag, and how far it lies past its home. */
+static size_t slot_of(const struct keytab *t, const struct rec *x, size_t *displaced)
+{
+	size_t pos;
+	void *v;
+
+	keytab_for_each_tag(v, pos, t, x->tag) {
+		if (v == x) {
+			*displaced = (pos - keytab_home(t, x->tag)) & t->mask;
+			return pos & t->mask;
+		}
+	}
+	ck_abort_msg("tag %u not found", x->tag);
+	return 0;
+}
+
+/* Tags in sequence (wids, wds) sit side by side, so that a loop over them
+ * reads a slot line after another rather than a line each. */
+START_TEST(sequential_tags_adjacent)
+{
+	static struct rec r[NREC];
+	struct keytab t;
+	size_t far = 0, prev = 0, d;
+
+	keytab_init(&t);
+	ck_assert_int_eq(keytab_reserve(&t, NREC), 0);
+	for (uint32_t i = 0; i < NREC; i++) {
+		r[i] = (struct rec){ .tag = keytab_tag(1000 + i), .in = true };
+		keytab_insert(&t, r[i].tag, &r[i]);
+	}
+	for (uint32_t i = 0; i < NREC; i++) {
+		size_t pos = slot_of(&t, &r[i], &d);
+
+		/* More than a cache line (five slots) from the one before. */
+		far += i && ((pos - prev) & t.mask) > 5 && ((prev - pos) & t.mask) > 5;
+		prev = pos;
+	}
+	/* A jump at most at each run's start (a run of 8 tags). */
+	ck_assert_uint_le(far, NREC / KEYTAB_RUN + 1);
+	keytab_fini(&t);
+}
+END_TEST
+
+/* Tags a power of two apart (one kept of each 64 added) still spread over
+ * the table: no probe runs long. */
+START_TEST(strided_tags_short_probes)
+{
+	static const uint32_t strides[] = { 2, 8, 64, 4096, 65536 };
+	static struct rec r[NREC];
+
+	for (size_t k = 0; k < sizeof(strides) / sizeof(strides[0]); k++) {
+		struct keytab t;
+		size_t worst = 0, d;
+
+		keytab_init(&t);
+		ck_assert_int_eq(keytab_reserve(&t, NREC), 0);
+		for (uint32_t i = 0; i < NREC; i++) {
+			r[i] = (struct rec){ .tag = keytab_tag(1 + i * strides[k]), .in = true };
+			keytab_insert(&t, r[i].tag, &r[i]);
+		}
+		for (uint32_t i = 0; i < NREC; i++) {
+			slot_of(&t, &r[i], &d);
+			worst = d > worst ? d : worst;
+		}
+		ck_assert_msg(worst <= 4 * KEYTAB_RUN, "stride %u: a probe of %zu slots",
+			      strides[k], worst);
+		keytab_fini(&t);
+	}
+}
+END_TEST
+
 /* Tag 0 means an empty slot: the key 0 gets a tag of its own. */
 START_TEST(tag_never_zero)
 {
@@ -158,6 +240,8 @@ TEST_SUITE(keytab)
 	ADD_TEST(s, model_distinct_tags);
 	ADD_TEST(s, model_shared_tags);
 	ADD_TEST(s, sequential_keys);
+	ADD_TEST(s, sequential_tags_adjacent);
+	ADD_TEST(s, strided_tags_short_probes);
 	ADD_TEST(s, tag_never_zero);
 	ADD_TEST(s, empty_table);
 	return s;
