@@ -4,8 +4,9 @@
  * little before it sleeps.
  *
  * It guards short stretches of bookkeeping between syscalls, never a
- * syscall, and every public call takes it once or twice (an add that marks
- * drops and retakes it around the mark), so the lock's own cost is a share
+ * syscall, and every public call takes it once or twice (a single inotify
+ * add makes its mark before it takes the lock; other adds that mark drop
+ * and retake it around the mark), so the lock's own cost is a share
  * of every call: this one costs one atomic a lock or unlock when nobody
  * waits. A waiter spins first: a futex sleep and wake cost more than the
  * stretch it waits for. It is kept for threads that share a handle, where
