@@ -9,6 +9,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
+#include <string.h>
 
 #include "export.h"
 #include "handle.h"
@@ -29,6 +30,21 @@ static int add_item(struct fsnw *w, struct fsnw_batch_item *it, int len, uint32_
 		(*added)->in_batch = true;
 	it->result = ret;
 	return ret;
+}
+
+/*
+ * An item failed after its early mark, which its add may have taken back
+ * (a mark that made no kernel watch of ours is undone). A later item of the
+ * group whose early call returned the same key (a hard link, the same path
+ * twice) would link to a mark that is gone: it marks again, as it would
+ * have one item at a time.
+ */
+static void stale_marks(struct fsnw *w, struct kmark_call *mc, size_t n, const struct kkey *key)
+{
+	for (size_t j = 0; j < n; j++)
+		if (mc[j].made && mc[j].ret >= 0 && mc[j].key.len == key->len &&
+		    !memcmp(mc[j].key.bytes, key->bytes, key->len))
+			kwatch_mark_early_stale(w, &mc[j]);
 }
 
 /*
@@ -57,8 +73,14 @@ static void add_early(struct fsnw *w, struct fsnw_batch_item *items, size_t n,
 		if (len[i] > 0)
 			watches_mark_early(w, items[i].path, mask[i], flags[i], &mc[i]);
 	lock_take(&w->lock);
-	for (size_t i = 0; i < n; i++)
-		add_item(w, &items[i], len[i], mask[i], flags[i], &mc[i], &added[i]);
+	for (size_t i = 0; i < n; i++) {
+		struct kkey key = mc[i].key;
+		bool marked = mc[i].made && mc[i].ret >= 0;
+
+		if (add_item(w, &items[i], len[i], mask[i], flags[i], &mc[i], &added[i]) < 0 &&
+		    marked)
+			stale_marks(w, mc + i + 1, n - i - 1, &key);
+	}
 }
 
 /* Add every item; the first failure of an atomic batch stops it. Returns

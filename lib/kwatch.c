@@ -471,6 +471,14 @@ void kwatch_mark_early(struct fsnw *w, const char *path, uint32_t kmask, uint32_
 	mc->made = true;
 }
 
+void kwatch_mark_early_stale(struct fsnw *w, struct kmark_call *mc)
+{
+	if (!mc->made)
+		return;
+	sys_tally_fold(w, &mc->tally);
+	mc->made = false;
+}
+
 /* A mark call: the early one's result the first time, else one made now;
  * *gen gets drop_gen as it was before the call. */
 static int next_call(struct fsnw *w, int dirfd, const char *path, uint32_t kmask,

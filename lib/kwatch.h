@@ -283,6 +283,9 @@ void kwatch_mark_early(struct fsnw *w, const char *path, uint32_t kmask, uint32_
 		       struct kmark_call *mc);
 /* Whether kwatch_mark_early makes calls with this backend (plain adds). */
 bool kwatch_marks_early(const struct fsnw *w);
+/* An early call whose result no longer holds (another add took back the
+ * mark it returned): its syscalls are counted, and kwatch_mark calls anew. */
+void kwatch_mark_early_stale(struct fsnw *w, struct kmark_call *mc);
 
 /*
  * The two halves of an attach, for callers that time the mark themselves
