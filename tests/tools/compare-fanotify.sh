@@ -151,7 +151,7 @@ for t in iw fw; do
 done
 cmp -s "$TMP/watch.iw.last" "$TMP/watch.fw.last" ||
 	{ diff -u "$TMP/watch.iw.last" "$TMP/watch.fw.last"; fail "watch: tables differ"; }
-diff -u "$TMP/watch.iw.err" "$TMP/watch.fw.err" || fail "watch: messages differ"
+same_messages "$TMP/watch.iw.err" "$TMP/watch.fw.err" || fail "watch: messages differ"
 echo "watch: $(wc -l <"$TMP/watch.fw.last") identical lines of the table"
 
 # 5. Without privileges (CAP_SYS_ADMIN) a filesystem cannot be marked:

@@ -76,7 +76,7 @@ end_watch() {
 		last_table "$TMP/$name.fw.out" >"$TMP/$name.fw.last"
 		cmp -s "$TMP/$name.iw.last" "$TMP/$name.fw.last" ||
 			{ diff -u "$TMP/$name.iw.last" "$TMP/$name.fw.last"; fail "$name: tables differ"; }
-		diff -u "$TMP/$name.iw.err" "$TMP/$name.fw.err" || fail "$name: messages differ"
+		same_messages "$TMP/$name.iw.err" "$TMP/$name.fw.err" || fail "$name: messages differ"
 		echo "$name: exit $rc1, $(wc -l <"$TMP/$name.fw.last") identical lines of the table"
 	done
 	PAIRS=()
