@@ -85,6 +85,7 @@ struct tdir {
 	bool conflict;           /* its read met the watch of another directory of the tree */
 	bool listed;             /* walk_commit: its parent's listing has it */
 	bool starved;            /* its read lacked a resource (FSNW_OVERFLOW said so) */
+	bool self_due;           /* LIMBO, moved out: kept until its MOVE_SELF, reported at path */
 	char iname[];
 };
 

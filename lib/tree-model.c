@@ -544,6 +544,25 @@ static void departure(struct tree *t, struct tdir *d, const char *name, size_t l
 	tdir_to_limbo(c);
 }
 
+/*
+ * The directory name of d moved out of the tree, and its MOVED_FROM went
+ * out. Its watch's MOVE_SELF follows in the kernel's queue, but a reader
+ * may drain in between (the kernel queues the two one after the other),
+ * and then it finds the directory in limbo: it is still reported, where
+ * the directory was, whatever read it comes in.
+ */
+static void moved_out(struct tree *t, struct tdir *d, const char *name, size_t len)
+{
+	struct tdir *c = tdir_child(t, d, name, len);
+	bool watched = c && c->l && tdir_path(c);
+
+	departure(t, d, name, len);
+	if (watched) {
+		assert(c->state == TD_LIMBO && c->path);
+		c->self_due = true;
+	}
+}
+
 void tree_flush_from(struct fsnw *w, struct tree *t)
 {
 	struct held_from *f = t->from;
@@ -553,7 +572,7 @@ void tree_flush_from(struct fsnw *w, struct tree *t)
 	t->from = NULL;
 	tree_report(w, t, f->dir, f->mask, f->cookie, f->name, f->namelen);
 	if ((f->mask & FSNW_ISDIR) && f->dir)
-		departure(t, f->dir, f->name, f->namelen);
+		moved_out(t, f->dir, f->name, f->namelen);
 	mem_free(f);
 	tree_count_work(t->ts, t);
 }
@@ -710,25 +729,21 @@ bool tree_event(struct fsnw *w, struct link *l, const struct kevent *ev)
 	 * event left the tree (and may have taken d along: then d's own
 	 * MOVE_SELF, which comes next, is still reported, where d was).
 	 */
-	if (t->from && !((ev->mask & FSNW_MOVED_TO) && ev->name && ev->cookie == t->from->cookie)) {
-		bool self = !ev->name && (ev->mask & FSNW_MOVE_SELF) && d->state != TD_LIMBO;
-		struct strref *was = self ? strref_get(tdir_path(d)) : NULL;
-
+	if (t->from && !((ev->mask & FSNW_MOVED_TO) && ev->name && ev->cookie == t->from->cookie))
 		tree_flush_from(w, t);
-		if (self && d->state == TD_LIMBO) {
-			if (d->amb_name)
-				clear_ambiguous(d); /* the watch left with it */
-			report_at(w, t, was, ev->mask, ev->cookie, NULL, 0);
-			strref_put(was);
+	if (d->state == TD_LIMBO) {
+		bool self = !ev->name && (ev->mask & (FSNW_MOVE_SELF | FSNW_DELETE_SELF));
+
+		/* Left the tree: nothing of it is reported but the MOVE_SELF of
+		 * its move out (moved_out); and a watch whose identity waited
+		 * for proof has it now. */
+		if (self && d->amb_name)
+			clear_ambiguous(d);
+		if (self && d->self_due && (ev->mask & FSNW_MOVE_SELF)) {
+			d->self_due = false;
+			report_at(w, t, d->path, ev->mask, ev->cookie, NULL, 0);
 			return false;
 		}
-		strref_put(was);
-	}
-	if (d->state == TD_LIMBO) {
-		/* Left the tree: nothing of it is reported, but a watch whose
-		 * identity waited for proof has it now. */
-		if (!ev->name && (ev->mask & (FSNW_MOVE_SELF | FSNW_DELETE_SELF)) && d->amb_name)
-			clear_ambiguous(d);
 		w->st.dropped_stale++;
 		return false;
 	}

@@ -326,6 +326,7 @@ static int watch_fd(struct fsnw *w, struct tree *t, struct tdir *d, int fd, stru
 		other->synth = true;
 		other->ino_known = false;
 		other->unproven = false;
+		other->self_due = false; /* its MOVE_SELF is reported where it is now */
 		*x = other;
 		return 0;
 	}

@@ -323,17 +323,26 @@ static void start_waiting(struct fsnw *w, struct tree *t, bool retry)
 
 /*
  * The tree reads nothing more for now: what is in limbo was not found
- * again anywhere in it, so it left the tree. Its watches go.
+ * again anywhere in it, so it left the tree. Its watches go, but for those
+ * that moved out and whose MOVE_SELF has not come yet: the kernel queues
+ * it right after the MOVED_FROM, in the same rename (its mark has the bit:
+ * TREE_KMASK), and only a kernel overflow loses it (trees_overflow).
  */
 static void sweep_limbo(struct fsnw *w, struct tree *t)
 {
+	struct list *pos, *tmp;
+
 	if (!list_empty(&t->visits))
 		return;
-	for (struct list *pos = w->trees.stepped.next; pos != &w->trees.stepped; pos = pos->next)
+	for (pos = w->trees.stepped.next; pos != &w->trees.stepped; pos = pos->next)
 		if (list_entry(pos, struct tdir, qnode)->t == t)
 			return;
-	while (!list_empty(&t->limbo))
-		tdir_forget(w, list_first(&t->limbo, struct tdir, qnode), true);
+	list_for_each_safe(pos, tmp, &t->limbo) {
+		struct tdir *d = list_entry(pos, struct tdir, qnode);
+
+		if (!d->self_due)
+			tdir_forget(w, d, true);
+	}
 }
 
 bool trees_after_drain(struct fsnw *w, bool retry)
@@ -386,6 +395,8 @@ void trees_overflow(struct fsnw *w)
 			continue;
 		tree_flush_from(w, t);
 		tdir_relist_all(t);
+		for (struct list *l = t->limbo.next; l != &t->limbo; l = l->next)
+			list_entry(l, struct tdir, qnode)->self_due = false; /* maybe lost */
 	}
 }
 

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test-common.h"
@@ -690,6 +691,78 @@ START_TEST(created_filled_deleted)
 }
 END_TEST
 
+/* ---- moved out, read live ---- */
+
+/*
+ * The kernel queues a move's MOVED_FROM and the moved directory's
+ * MOVE_SELF one after the other, and a reader that keeps up may read
+ * between them; the MOVE_SELF of each directory moved out is still
+ * reported, where it was. No test point splits the two records: a child
+ * process moves directories out while this one reads, and every run that
+ * read between the two shows it (the counts say how often it happened).
+ */
+#define MOVED_OUT 400
+
+static void move_all_out(struct race *r)
+{
+	char a[PATH_MAX], b[PATH_MAX], name[32];
+
+	for (int i = 0; i < MOVED_OUT; i++) {
+		snprintf(name, sizeof(name), "x%d", i);
+		if (rename(at_w(r, a, name), at_o(r, b, name)) < 0)
+			_exit(1);
+	}
+	snprintf(name, sizeof(name), ".moved");
+	close(open(at_w(r, a, name), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+	_exit(0);
+}
+
+START_TEST(moved_out_under_live_reader)
+{
+	struct fsnw_event ev[64];
+	bool self[MOVED_OUT] = { false };
+	struct race r;
+	char p[PATH_MAX], name[32];
+	int selves = 0, status, n;
+	bool done = false;
+	pid_t pid;
+
+	race_start(&r, TP_VISIT, NULL, NULL);
+	for (int i = 0; i < MOVED_OUT; i++) {
+		snprintf(name, sizeof(name), "x%d", i);
+		mkd(at_w(&r, p, name));
+	}
+	race_watch(&r);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		move_all_out(&r);
+	while (!done) {
+		n = fsnw_read(r.w, ev, 2, 10000);
+		ck_assert_int_gt(n, 0);
+		for (int i = 0; i < n; i++) {
+			const char *x = strrchr(ev[i].path, '/');
+			int k;
+
+			ck_assert_int_ge(tree_view_event(&r.v, &ev[i]), 0);
+			if (ev[i].name && !strcmp(ev[i].name, ".moved"))
+				done = true;
+			if (!(ev[i].mask & FSNW_MOVE_SELF) || !x || sscanf(x, "/x%d", &k) != 1)
+				continue;
+			ck_assert(k >= 0 && k < MOVED_OUT && !self[k]);
+			self[k] = true;
+			selves++;
+		}
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* The sentinel came after every move's two records. */
+	ck_assert_int_eq(selves, MOVED_OUT);
+	ck_assert_int_eq(race_check(&r), 0);
+	race_end(&r);
+}
+END_TEST
+
 TEST_SUITE(tree_race)
 {
 	Suite *s = suite_create("tree_race");
@@ -719,5 +792,9 @@ TEST_SUITE(tree_race)
 	if (test_backend == FSNW_BACKEND_FANOTIFY)
 		ADD_TEST(s, swap_then_parent_renamed_at_check);
 	ADD_TEST(s, attrib_inside_moved_in);
+	/* A fanotify tree hears its subdirectories' moves as its parent's
+	 * entries only (a filesystem mark): no MOVE_SELF. */
+	if (test_backend == FSNW_BACKEND_INOTIFY)
+		ADD_TEST(s, moved_out_under_live_reader);
 	return s;
 }
