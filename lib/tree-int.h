@@ -121,6 +121,9 @@ struct tree {
 	ino_t root_ino;
 	uint32_t kmask;          /* the caller's mask and what following directories needs */
 	uint32_t pgen;           /* a directory was renamed: paths built before are stale */
+	uint32_t dir_moves;      /* directories deleted or moved (events read), mounts changed */
+	uint32_t root_gen;       /* the window whose root_ok is known, plus 1 (0: none) */
+	bool root_ok;            /* then, its root's path led to it */
 	struct held_from *from;  /* a MOVED_FROM awaiting the next event */
 	size_t ndirs;
 	int add_err;             /* why the add's walk failed, or 0 */

@@ -724,6 +724,9 @@ bool tree_event(struct fsnw *w, struct link *l, const struct kevent *ev)
 	if (!d)
 		return false;
 	t = d->t;
+	if (ev->name ? (ev->mask & FSNW_ISDIR) && (ev->mask & (FSNW_DELETE | FSNW_MOVE)) :
+		       (ev->mask & (FSNW_MOVE_SELF | FSNW_DELETE_SELF)) != 0)
+		t->dir_moves++; /* a path may lead elsewhere (watch_by_path) */
 	/*
 	 * First what came before: a MOVED_FROM whose other end is not this
 	 * event left the tree (and may have taken d along: then d's own

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Reading a walked tree's directories. A step reads directories one at a
- * time: open it (by its name below its parent, or by its path), watch what
- * the descriptor holds (its /proc name, procfd.h: the watch and the
- * listing are of one directory, whatever its path leads to by then), list
- * it, close it. The watch comes before the listing: what is made meanwhile
- * is seen by one or the other.
+ * time: open it (by its name below its parent, or by its path), watch it,
+ * list it, close it. The watch comes before the listing: what is made
+ * meanwhile is seen by one or the other. A directory whose inode its
+ * parent's listing gave is watched by its path, which leads to what the
+ * descriptor holds unless a directory was deleted or moved meanwhile (then
+ * the merge checks it: watch_proven); any other is watched by what the
+ * descriptor holds (its /proc name, procfd.h: the watch and the listing are
+ * of one directory, whatever its path leads to by then).
  *
  * A listing answers for the moment it was made, ahead of the events still
  * unread, so it is held (PROVISIONAL) until the drain after the step has
@@ -47,6 +50,8 @@
 #define WAIT_TRIES_MAX 8
 #define RETRY_FIRST_NS 10000000ull
 #define RETRY_MAX_NS 2000000000ull
+/* Windows whose close checks a watch made by path before it is given up. */
+#define PROOF_TRIES 4
 
 struct tent {
 	ino_t ino;
@@ -68,7 +73,10 @@ struct tlisting {
 	size_t nlen, ncap;
 	struct htab touched; /* struct tname: names events touched since the watch */
 	ino_t self, parent;  /* "." and "..", 0 when the listing had none */
-	bool lost;           /* a touched name could not be kept (ENOMEM) */
+	uint32_t moves_at;   /* by_path: the tree's dir_moves when the watch was made */
+	uint8_t checks;      /* by_path: windows whose close could not check it */
+	bool by_path;        /* the watch was made by the directory's path (watch_by_path) */
+	bool lost;           /* a touched name could not be recorded (ENOMEM) */
 };
 
 bool walk_transient(int err)
@@ -276,6 +284,37 @@ static bool still_there(struct fsnw *w, struct tdir *x)
 }
 
 /*
+ * The walk's cheap watch: by d's path, as a raw walk makes it, where naming
+ * the descriptor (its /proc name) costs the kernel a lookup of /proc as
+ * long as the rest of the read. The path may lead elsewhere than the
+ * descriptor opened a moment apart, but only if a directory of the tree
+ * (or one above its root) was deleted or moved in between, which the
+ * window's events say (tree.dir_moves) or the root's stat, and then
+ * walk_commit checks the watch against the listing (watch_proven). Only a
+ * first read of a directory whose inode its parent's listing gave, and only
+ * a kernel watch no other directory of the tree has: the rest is watched
+ * by its descriptor.
+ */
+static struct link *watch_by_path(struct fsnw *w, struct tree *t, struct tdir *d)
+{
+	uint32_t flags = (t->lw->flags & FSNW_WATCH_EXCL_UNLINK) | FSNW_WATCH_ONLYDIR |
+			 FSNW_WATCH_DONT_FOLLOW | FSNW_WATCH_TREE;
+	char path[PATH_MAX];
+	struct link *l;
+
+	if (w->be->cover || d == t->root || !d->ino_known || d->tries || d->starved ||
+	    tdir_real_path_into(d, path, sizeof(path)) < 0)
+		return NULL;
+	if (kwatch_attach(w, t->lw, AT_FDCWD, path, t->kmask, flags, t->lw->path, &l) < 0)
+		return NULL; /* gone, or not a directory: the descriptor tells */
+	if (l->origin == LINK_SHARED) {
+		kwatch_undo(w, l); /* whose it is, the descriptor tells */
+		return NULL;
+	}
+	return l;
+}
+
+/*
  * Watch what fd holds. The watch found may be one the tree has for
  * another directory: one in limbo is this one come back (a move whose
  * other end the tree could not see), and d takes its place; one in the
@@ -284,7 +323,8 @@ static bool still_there(struct fsnw *w, struct tdir *x)
  * twice (a bind mount), watched at both places. Returns 0 (*x: the
  * directory read, d or the one it became), 1 to wait, or -errno.
  */
-static int watch_fd(struct fsnw *w, struct tree *t, struct tdir *d, int fd, struct tdir **x)
+static int watch_fd(struct fsnw *w, struct tree *t, struct tdir *d, int fd, bool *by_path,
+		    struct tdir **x)
 {
 	uint32_t flags = (t->lw->flags & FSNW_WATCH_EXCL_UNLINK) | FSNW_WATCH_ONLYDIR |
 			 FSNW_WATCH_TREE;
@@ -294,8 +334,17 @@ static int watch_fd(struct fsnw *w, struct tree *t, struct tdir *d, int fd, stru
 	int ret;
 
 	*x = d;
+	*by_path = false;
 	if (d->l)
 		return 0;
+	l = watch_by_path(w, t, d);
+	if (l) {
+		*by_path = true;
+		kwatch_activate(&w->kwatches, l);
+		l->tnode = d;
+		d->l = l;
+		return 0;
+	}
 	procfd_path(&w->trees.procfd, &w->st.sys_other, fd, proc);
 	ret = kwatch_attach(w, t->lw, AT_FDCWD, proc, t->kmask, flags, t->lw->path, &l);
 	if (ret < 0)
@@ -547,19 +596,33 @@ static bool other_fs(struct fsnw *w, struct tree *t, struct tdir *d, int fd)
 	return sys_fstat(&w->st.sys_walk, fd, &st) == 0 && st.st_dev != t->root_dev;
 }
 
+/* Take back the watch d's read made. */
+static void unwatch(struct fsnw *w, struct tdir *d)
+{
+	d->l->tnode = NULL;
+	kwatch_undo(w, d->l);
+	d->l = NULL;
+}
+
 /* Read d: watch it, list it, check that it is d. 0, 1 (wait), -errno. */
 static int read_dir(struct fsnw *w, struct tree *t, struct tdir *d, int fd, struct tdir **out)
 {
 	struct tlisting *lst;
-	int ret = watch_fd(w, t, d, fd, out);
+	bool by_path;
+	int ret = watch_fd(w, t, d, fd, &by_path, out);
 
 	if (ret)
 		return ret;
 	d = *out;
 	lst = mem_zalloc(sizeof(*lst));
-	if (!lst)
+	if (!lst) {
+		if (by_path)
+			unwatch(w, d);
 		return -ENOMEM;
+	}
 	htab_init(&lst->touched);
+	lst->by_path = by_path;
+	lst->moves_at = t->dir_moves;
 	d->walk_gen = t->ts->window_gen;
 	if (d == t->root)
 		root_opened(w, t, d, fd);
@@ -570,12 +633,8 @@ static int read_dir(struct fsnw *w, struct tree *t, struct tdir *d, int fd, stru
 		mem_free(lst->e);
 		mem_free(lst->names);
 		mem_free(lst);
-		if (d->state != TD_LIVE && d->state != TD_RELIST && d->l) {
-			/* What the path led to is not d: its watch is not d's. */
-			d->l->tnode = NULL;
-			kwatch_undo(w, d->l);
-			d->l = NULL;
-		}
+		if (d->state != TD_LIVE && d->state != TD_RELIST && d->l)
+			unwatch(w, d); /* what the path led to is not d: its watch is not d's */
 		return ret;
 	}
 	walk_listing_free(d);
@@ -646,6 +705,85 @@ void walk_step(struct fsnw *w, struct tree *t, unsigned *budget)
 
 /* ---- making a listing stand ---- */
 
+/* Did the root's path lead to it when this window closed (a stat a window)? */
+static bool root_unmoved(struct fsnw *w, struct tree *t)
+{
+	uint32_t gen = t->ts->window_gen + 1;
+
+	if (t->root_gen != gen) {
+		t->root_gen = gen;
+		t->root_ok = tree_root_still_there(w, t);
+	}
+	return t->root_ok;
+}
+
+/*
+ * Is the watch d's read made by its path the listed directory's? Asked
+ * only when the window read a delete or move of a directory, or the root
+ * moved: the path is opened again, and where it still leads to the listed
+ * inode, its descriptor's watch is compared with d's (another watch found
+ * replaces d's, with FSNW_OVERFLOW: what the other reported as d's, and
+ * what d's own missed meanwhile, is lost). false: it cannot be told.
+ */
+static bool watch_checked(struct fsnw *w, struct tdir *d)
+{
+	struct tree *t = d->t;
+	uint32_t flags = (t->lw->flags & FSNW_WATCH_EXCL_UNLINK) | FSNW_WATCH_ONLYDIR |
+			 FSNW_WATCH_TREE;
+	char path[PATH_MAX], proc[PROCFD_MAX];
+	struct link *l = NULL;
+	struct stat st;
+	int fd, ret = -ENOENT;
+
+	if (tdir_real_path_into(d, path, sizeof(path)) < 0)
+		return false;
+	fd = sys_openat(&w->st.sys_walk, AT_FDCWD, path, O_PATH | O_DIRECTORY | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	if (sys_fstat(&w->st.sys_walk, fd, &st) == 0 && st.st_ino == d->lst->self) {
+		procfd_path(&w->trees.procfd, &w->st.sys_other, fd, proc);
+		ret = kwatch_attach(w, t->lw, AT_FDCWD, proc, t->kmask, flags, t->lw->path, &l);
+	}
+	sys_close(&w->st.sys_walk, fd);
+	if (ret < 0)
+		return false;
+	if (l->kw == d->l->kw) {
+		kwatch_undo(w, l);
+		return true;
+	}
+	if (other_link(l)) {
+		kwatch_undo(w, l); /* the listed inode is another directory's */
+		return false;
+	}
+	unwatch(w, d);
+	kwatch_activate(&w->kwatches, l);
+	l->tnode = d;
+	d->l = l;
+	handle_overflow(w, OVERFLOW_UNWATCHED);
+	return true;
+}
+
+enum proof { PROVEN, UNPROVEN, PROOF_LATER };
+
+/*
+ * Is d's watch the listed directory's? One whose path leads elsewhere by
+ * now (it moved again, or went) is checked again when the next window
+ * closes, after the events that say where it went: a few times.
+ */
+static enum proof watch_proven(struct fsnw *w, struct tdir *d)
+{
+	struct tlisting *lst = d->lst;
+	struct tree *t = d->t;
+
+	if (!lst->by_path)
+		return PROVEN;
+	if (!lst->checks && t->dir_moves == lst->moves_at && root_unmoved(w, t))
+		return PROVEN;
+	if (watch_checked(w, d))
+		return PROVEN;
+	return ++lst->checks < PROOF_TRIES ? PROOF_LATER : UNPROVEN;
+}
+
 /* A subdirectory the listing found, under a name no event touched. */
 static void listed_dir(struct fsnw *w, struct tree *t, struct tdir *d, const struct tent *e,
 		       const char *name)
@@ -691,6 +829,22 @@ void walk_commit(struct fsnw *w, struct tdir *d)
 	struct tlisting *lst = d->lst;
 	bool synth = d->synth && (t->lw->mask & FSNW_CREATE);
 
+	switch (watch_proven(w, d)) {
+	case PROVEN:
+		break;
+	case PROOF_LATER:
+		tdir_set_state(d, TD_PROVISIONAL); /* the window stays open for it */
+		return;
+	case UNPROVEN:
+		/* Its watch may be of another directory, whose events were
+		 * reported as d's: FSNW_OVERFLOW, and d is read again, watched
+		 * by its descriptor, once the events say where it is. */
+		handle_overflow(w, OVERFLOW_UNWATCHED);
+		walk_listing_free(d);
+		unwatch(w, d);
+		wait_again(w, d, false);
+		return;
+	}
 	if (lst->lost) {
 		/* A touched name could not be recorded: read it all again. */
 		walk_listing_free(d);

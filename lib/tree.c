@@ -496,6 +496,7 @@ static void mount_changed(void *arg, const struct mount_entry *m, bool appeared)
 		}
 		if (!c || t->ending || !t->root)
 			continue;
+		t->dir_moves++; /* paths may lead elsewhere (watch_by_path) */
 		if (!path_below(m->path, m->len, c->s, c->len)) {
 			if (path_at_or_below(c->s, c->len, m->path, m->len) && !tree_root_still_there(w, t))
 				tree_end(ts, t);

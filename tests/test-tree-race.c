@@ -16,6 +16,7 @@
  * by a rename), and the consumer's own (renames that overtake a listing, a
  * swap after an overflow).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -691,6 +692,62 @@ START_TEST(created_filled_deleted)
 }
 END_TEST
 
+/* ---- a walk's watch by path, overtaken by a swap ---- */
+
+/* At the open of src/x, before its watch: x and y trade places, so x's path
+ * leads to y when the watch is made by it. */
+static void swap_x_y(struct race *r)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	mv(at_w(r, a, "src/x"), at_w(r, b, "src/t"));
+	mv(at_w(r, a, "src/y"), at_w(r, b, "src/x"));
+	mv(at_w(r, a, "src/t"), at_w(r, b, "src/y"));
+}
+
+/* The subdirectory of dir a listing has first: the walk reads it first. */
+static const char *first_subdir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	const char *first = NULL;
+
+	ck_assert_ptr_nonnull(d);
+	while (!first && (e = readdir(d)))
+		if (e->d_type == DT_DIR && e->d_name[0] != '.')
+			first = e->d_name[0] == 'x' ? "/src/x" : "/src/y";
+	closedir(d);
+	ck_assert_ptr_nonnull(first);
+	return first;
+}
+
+START_TEST(watch_by_path_overtaken)
+{
+	struct race r;
+	char p[PATH_MAX], q[PATH_MAX];
+
+	race_start(&r, TP_OPENED, NULL, swap_x_y);
+	r.overflow = true; /* the watch was another directory's: said, and read again */
+	mkd(at_o(&r, p, "src"));
+	mkd(at_o(&r, p, "src/x"));
+	fill(p, 3);
+	mkd(at_o(&r, p, "src/y"));
+	fill(p, 4);
+	/* The swap comes between the open and the watch of the first one
+	 * read, whose path then leads to the other, not yet watched. */
+	r.at = first_subdir(at_o(&r, p, "src"));
+	race_watch(&r);
+	mv(at_o(&r, p, "src"), at_w(&r, q, "src"));
+	settle(&r);
+	/* Each directory's own watch hears what is made in it now. */
+	mkf(at_w(&r, p, "src/x/after"));
+	mkd(at_w(&r, p, "src/y/later"));
+	mkf(at_w(&r, p, "src/y/later/f"));
+	ck_assert_int_eq(race_check(&r), 0);
+	race_end(&r);
+}
+END_TEST
+
 /* ---- moved out, read live ---- */
 
 /*
@@ -777,6 +834,7 @@ TEST_SUITE(tree_race)
 		ADD_TEST(s, moved_in_below_new_then_renamed);
 		ADD_TEST(s, name_reused_before_read);
 		ADD_TEST(s, name_reused_after_open);
+		ADD_TEST(s, watch_by_path_overtaken);
 	} else {
 		ADD_TEST(s, resolutions_overtaken);
 	}
