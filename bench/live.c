@@ -46,7 +46,9 @@
 #include "uvpeer.h"
 
 /* A round that has not seen its sentinel by then has lost it (overflow). */
+#ifndef LIVE_TIMEOUT_S
 #define LIVE_TIMEOUT_S 300
+#endif
 
 static struct live_opts {
 	long dirs;
@@ -270,6 +272,8 @@ static void run_live(struct bench *b, const struct burst *u, int warmup, int rou
 			if (bench_in_child(b, live_child, &arg, &out[v], sizeof(out[v])) < 0) {
 				bench_fail(b, live_names[v], N, m, "the round's process died (no "
 					   "sentinel in %d s?)", LIVE_TIMEOUT_S);
+				/* Its sentinel would stop the next round's writer. */
+				burst_clean(u);
 				out[v].ran = false;
 			}
 			if (out[v].ran && m > 0)

@@ -90,6 +90,8 @@ struct drain {
 	struct fsnw *w;
 	unsigned flags;          /* DRAIN_COMPLETE, DRAIN_TIMED */
 	bool direct;             /* routing into the caller's array (queue_direct_begin) */
+	size_t want;             /* a read's array: enough waits once the queue holds this */
+	bool enough;             /* ... and reading stopped for it */
 	bool reconcile;          /* a kernel overflow was read: check which watches live */
 	/* One pass over the buffered records (route_buffered): */
 	bool stop;               /* the decode was asked to stop ... */
@@ -375,6 +377,16 @@ static int read_loop(struct drain *d, bool *emptied)
 
 	*emptied = false;
 	for (;;) {
+		/* A read whose array the queue fills already reads no further
+		 * (a direct read stops at its own array, below): the caller
+		 * takes fewer events a call than a read brings, so reading on
+		 * would move the kernel's records into a queue that grows
+		 * until it overflows, while the kernel's had room. The records
+		 * wait in the buffer or the kernel, newer than the queue's. */
+		if (!complete && !d->direct && d->want && queue_depth(w->q) >= d->want) {
+			d->enough = true;
+			return reads;
+		}
 		/* A direct read stops when the array is full, or may be: merges
 		 * can leave room, so then it goes on. */
 		while (e->rpos < e->rlen && !route_buffered(d))
@@ -434,8 +446,10 @@ static int drain_run(struct drain *d)
 			break;
 		if (!emptied) {
 			/* Trees wait for a complete drain; the rest can wait
-			 * for the next read. */
-			if (!trees_busy(&w->trees) && !w->kwatches.npending)
+			 * for the next read, and so can they while the queue
+			 * holds what the caller takes (they stay busy: no
+			 * read sleeps before they are done). */
+			if (d->enough || (!trees_busy(&w->trees) && !w->kwatches.npending))
 				break;
 			d->flags |= DRAIN_COMPLETE;
 			continue;
@@ -636,7 +650,7 @@ static struct pass collect(struct fsnw *w, struct fsnw_event *evs, size_t max, b
 			   bool woke)
 {
 	struct engine *e = &w->engine;
-	struct drain d = { .w = w, .flags = DRAIN_TIMED };
+	struct drain d = { .w = w, .flags = DRAIN_TIMED, .want = max };
 	struct pass ps = { 0 };
 	size_t reap_from = 0;
 	int ret = 0;

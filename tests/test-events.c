@@ -408,6 +408,51 @@ START_TEST(ignored_lost_in_kernel_overflow)
 END_TEST
 
 /*
+ * A reader that takes fewer events a call than the kernel holds, behind a
+ * queue that holds some already (a pump, a tree's complete drain): each
+ * call takes what waits, and reads the kernel only when the queue cannot
+ * fill its array, so the queue does not grow past its capacity while the
+ * kernel's queue has room. 44 events wait in a 64-event queue and 48 in the
+ * kernel; reads of 8 take all 92, in order, without an overflow.
+ */
+START_TEST(small_reads_behind_a_queue)
+{
+	struct fsnw *w = test_open(0, 64, 0);
+	char *dir = tmpdir_make();
+	struct fsnw_event ev[8];
+	char name[16];
+	int wid, n, seen = 0;
+
+	wid = fsnw_add(w, dir, FSNW_CREATE, 0);
+	ck_assert_int_gt(wid, 0);
+	for (int i = 0; i < 44; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		touch(dir, name);
+	}
+	ck_assert_int_eq(fsnw_pump(w), 44);
+	for (int i = 0; i < 48; i++) {
+		snprintf(name, sizeof(name), "g%d", i);
+		touch(dir, name);
+	}
+	while ((n = fsnw_read(w, ev, 8, 0)) > 0) {
+		for (int k = 0; k < n; k++, seen++) {
+			ck_assert_msg(!(ev[k].mask & FSNW_OVERFLOW), "overflow after %d events",
+				      seen);
+			snprintf(name, sizeof(name), seen < 44 ? "f%d" : "g%d",
+				 seen < 44 ? seen : seen - 44);
+			ck_assert_int_eq(ev[k].wid, wid);
+			ck_assert_str_eq(ev[k].name, name);
+		}
+	}
+	ck_assert_int_eq(n, 0);
+	ck_assert_int_eq(seen, 92);
+	ck_assert_uint_eq(stats_of(w).overflows_queue, 0);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
+/*
  * The test helpers' sync point: what another process made before the
  * sentinel has all been read when collect_sync returns, and the sentinel's
  * copies (one for each watch of its directory) are read with it, not after.
@@ -475,5 +520,6 @@ TEST_SUITE(events)
 	ADD_TEST(s, excl_unlink_does_not_spread);
 	ADD_TEST(s, ignored_lost_in_kernel_overflow);
 	ADD_TEST(s, sentinel_follows_other_process);
+	ADD_TEST(s, small_reads_behind_a_queue);
 	return s;
 }
