@@ -138,7 +138,7 @@ static int raw_follow(struct live_reader *r, struct tally *c)
 {
 	struct pollfd p = { .fd = r->ifd, .events = POLLIN };
 
-	while (!c->done) {
+	while (!c->done && !c->overflows) {
 		long n;
 
 		r->polls++;
@@ -175,7 +175,7 @@ static int lib_read_once(struct live_reader *r, struct tally *c, long max, int t
 
 static int itools_follow(struct tally *c)
 {
-	while (!c->done) {
+	while (!c->done && !c->overflows) {
 		const char *name, *dir;
 		uint32_t mask;
 		int err = itools_wait(&mask, &name, &dir);
@@ -198,7 +198,7 @@ int live_follow(struct live_reader *r, struct tally *c)
 		return raw_follow(r, c);
 	case LIVE_LIB:
 	case LIVE_FAN:
-		while (!c->done) {
+		while (!c->done && !c->overflows) {
 			int n = lib_read_once(r, c, r->nev, -1);
 
 			if (n < 0)

@@ -55,7 +55,8 @@ struct live_counts {
 
 /* Watch all of t; nev: the most events one read takes. 0 or -errno. */
 int live_open(struct live_reader *r, enum live_kind kind, const struct gentree *t, long nev);
-/* Read as a daemon does, waiting when nothing is queued, until the sentinel. */
+/* Read as a daemon does, waiting when nothing is queued, until the sentinel
+ * or an overflow (which may have taken the sentinel: the round has failed). */
 int live_follow(struct live_reader *r, struct tally *c);
 /* Read n events that are queued already, without waiting for more (raw: each
  * read(2) timed in thread CPU time). */
