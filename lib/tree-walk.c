@@ -283,6 +283,29 @@ static bool still_there(struct fsnw *w, struct tdir *x)
 	return ret;
 }
 
+/* What a walk's watch of t's directories asks of the kernel watch. */
+static uint32_t walk_flags(const struct tree *t)
+{
+	return (t->lw->flags & FSNW_WATCH_EXCL_UNLINK) | FSNW_WATCH_ONLYDIR | FSNW_WATCH_TREE;
+}
+
+/* Attach t's watch to what fd holds (its /proc name). */
+static int attach_fd(struct fsnw *w, struct tree *t, int fd, struct link **l)
+{
+	char proc[PROCFD_MAX];
+
+	procfd_path(&w->trees.procfd, &w->st.sys_other, fd, proc);
+	return kwatch_attach(w, t->lw, AT_FDCWD, proc, t->kmask, walk_flags(t), t->lw->path, l);
+}
+
+/* l is d's watch from now on, its events unread included. */
+static void take_link(struct fsnw *w, struct tdir *d, struct link *l)
+{
+	kwatch_activate(&w->kwatches, l);
+	l->tnode = d;
+	d->l = l;
+}
+
 /*
  * The walk's cheap watch: by d's path, as a raw walk makes it, where naming
  * the descriptor (its /proc name) costs the kernel a lookup of /proc as
@@ -297,8 +320,7 @@ static bool still_there(struct fsnw *w, struct tdir *x)
  */
 static struct link *watch_by_path(struct fsnw *w, struct tree *t, struct tdir *d)
 {
-	uint32_t flags = (t->lw->flags & FSNW_WATCH_EXCL_UNLINK) | FSNW_WATCH_ONLYDIR |
-			 FSNW_WATCH_DONT_FOLLOW | FSNW_WATCH_TREE;
+	uint32_t flags = walk_flags(t) | FSNW_WATCH_DONT_FOLLOW;
 	char path[PATH_MAX];
 	struct link *l;
 
@@ -326,9 +348,6 @@ static struct link *watch_by_path(struct fsnw *w, struct tree *t, struct tdir *d
 static int watch_fd(struct fsnw *w, struct tree *t, struct tdir *d, int fd, bool *by_path,
 		    struct tdir **x)
 {
-	uint32_t flags = (t->lw->flags & FSNW_WATCH_EXCL_UNLINK) | FSNW_WATCH_ONLYDIR |
-			 FSNW_WATCH_TREE;
-	char proc[PROCFD_MAX];
 	struct link *l, *o;
 	struct tdir *other;
 	int ret;
@@ -340,13 +359,10 @@ static int watch_fd(struct fsnw *w, struct tree *t, struct tdir *d, int fd, bool
 	l = watch_by_path(w, t, d);
 	if (l) {
 		*by_path = true;
-		kwatch_activate(&w->kwatches, l);
-		l->tnode = d;
-		d->l = l;
+		take_link(w, d, l);
 		return 0;
 	}
-	procfd_path(&w->trees.procfd, &w->st.sys_other, fd, proc);
-	ret = kwatch_attach(w, t->lw, AT_FDCWD, proc, t->kmask, flags, t->lw->path, &l);
+	ret = attach_fd(w, t, fd, &l);
 	if (ret < 0)
 		return ret;
 	o = other_link(l);
@@ -379,9 +395,7 @@ static int watch_fd(struct fsnw *w, struct tree *t, struct tdir *d, int fd, bool
 		*x = other;
 		return 0;
 	}
-	kwatch_activate(&w->kwatches, l);
-	l->tnode = d;
-	d->l = l;
+	take_link(w, d, l);
 	return 0;
 }
 
@@ -727,10 +741,7 @@ static bool root_unmoved(struct fsnw *w, struct tree *t)
  */
 static bool watch_checked(struct fsnw *w, struct tdir *d)
 {
-	struct tree *t = d->t;
-	uint32_t flags = (t->lw->flags & FSNW_WATCH_EXCL_UNLINK) | FSNW_WATCH_ONLYDIR |
-			 FSNW_WATCH_TREE;
-	char path[PATH_MAX], proc[PROCFD_MAX];
+	char path[PATH_MAX];
 	struct link *l = NULL;
 	struct stat st;
 	int fd, ret = -ENOENT;
@@ -740,10 +751,8 @@ static bool watch_checked(struct fsnw *w, struct tdir *d)
 	fd = sys_openat(&w->st.sys_walk, AT_FDCWD, path, O_PATH | O_DIRECTORY | O_NOFOLLOW);
 	if (fd < 0)
 		return false;
-	if (sys_fstat(&w->st.sys_walk, fd, &st) == 0 && st.st_ino == d->lst->self) {
-		procfd_path(&w->trees.procfd, &w->st.sys_other, fd, proc);
-		ret = kwatch_attach(w, t->lw, AT_FDCWD, proc, t->kmask, flags, t->lw->path, &l);
-	}
+	if (sys_fstat(&w->st.sys_walk, fd, &st) == 0 && st.st_ino == d->lst->self)
+		ret = attach_fd(w, d->t, fd, &l);
 	sys_close(&w->st.sys_walk, fd);
 	if (ret < 0)
 		return false;
@@ -756,9 +765,7 @@ static bool watch_checked(struct fsnw *w, struct tdir *d)
 		return false;
 	}
 	unwatch(w, d);
-	kwatch_activate(&w->kwatches, l);
-	l->tnode = d;
-	d->l = l;
+	take_link(w, d, l);
 	handle_overflow(w, OVERFLOW_UNWATCHED);
 	return true;
 }
