@@ -71,7 +71,10 @@ struct tdir {
 	dev_t dev;
 	ino_t ino;               /* known: from a listing (its own or its parent's) */
 	uint64_t due_ns;         /* WAITING: not before */
-	uint64_t seen;           /* WAITING: events read when its read failed */
+	union {
+		uint64_t seen;       /* WAITING: events read when its read failed */
+		uint32_t out_cookie; /* LIMBO, self_due: its move's cookie */
+	};
 	uint32_t pgen;
 	uint32_t walk_gen;       /* the window that last read it */
 	char *name;              /* iname, or a longer name a rename gave */

@@ -551,15 +551,45 @@ static void departure(struct tree *t, struct tdir *d, const char *name, size_t l
  * and then it finds the directory in limbo: it is still reported, where
  * the directory was, whatever read it comes in.
  */
-static void moved_out(struct tree *t, struct tdir *d, const char *name, size_t len)
+static void moved_out(struct tree *t, const struct held_from *f)
 {
-	struct tdir *c = tdir_child(t, d, name, len);
+	struct tdir *c = tdir_child(t, f->dir, f->name, f->namelen);
 	bool watched = c && c->l && tdir_path(c);
 
-	departure(t, d, name, len);
+	departure(t, f->dir, f->name, f->namelen);
 	if (watched) {
 		assert(c->state == TD_LIMBO && c->path);
 		c->self_due = true;
+		c->out_cookie = f->cookie;
+	}
+}
+
+/*
+ * A MOVED_TO whose MOVED_FROM went out alone: a read landed between the
+ * two. If that MOVED_FROM took a watched directory to limbo, this is the
+ * same rename, and its MOVE_SELF, next in the kernel's queue, is reported
+ * where the stream just said it went (the walk of the new name takes the
+ * directory back later).
+ */
+static void rejoined(struct tree *t, struct tdir *d, const struct kevent *ev)
+{
+	struct list *pos;
+
+	if (!ev->cookie)
+		return;
+	for (pos = t->limbo.next; pos != &t->limbo; pos = pos->next) {
+		struct tdir *c = list_entry(pos, struct tdir, qnode);
+		struct strref *at, *p;
+
+		if (!c->self_due || c->out_cookie != ev->cookie)
+			continue;
+		at = tdir_path(d);
+		p = at ? strref_join(at, ev->name, ev->namelen) : NULL;
+		if (p) {
+			strref_put(c->path);
+			c->path = p;
+		}
+		return;
 	}
 }
 
@@ -572,7 +602,7 @@ void tree_flush_from(struct fsnw *w, struct tree *t)
 	t->from = NULL;
 	tree_report(w, t, f->dir, f->mask, f->cookie, f->name, f->namelen);
 	if ((f->mask & FSNW_ISDIR) && f->dir)
-		moved_out(t, f->dir, f->name, f->namelen);
+		moved_out(t, f);
 	mem_free(f);
 	tree_count_work(t->ts, t);
 }
@@ -623,6 +653,7 @@ static void moved_to(struct fsnw *w, struct tree *t, struct tdir *d, const struc
 			else
 				c->unproven = false; /* its watch is of what moved */
 		} else {
+			rejoined(t, d, ev);
 			arrival(w, t, d, ev->name, ev->namelen);
 		}
 	}

@@ -820,6 +820,76 @@ START_TEST(moved_out_under_live_reader)
 }
 END_TEST
 
+/*
+ * A rename inside the tree whose MOVED_FROM a reader reads alone: the
+ * kernel queues MOVED_FROM, MOVED_TO and the directory's MOVE_SELF one
+ * after the other, and a read may land between the first two. The stream
+ * then tells a move out and a move in with the same cookie; the MOVE_SELF
+ * that follows is reported where the directory is now, as it is when the
+ * three come in one read.
+ */
+#define RENAMED 400
+
+static void rename_all(struct race *r)
+{
+	char a[PATH_MAX], b[PATH_MAX], from[32], to[32];
+
+	for (int i = 0; i < RENAMED; i++) {
+		snprintf(from, sizeof(from), "x%d", i);
+		snprintf(to, sizeof(to), "y%d", i);
+		if (rename(at_w(r, a, from), at_w(r, b, to)) < 0)
+			_exit(1);
+	}
+	close(open(at_w(r, a, ".renamed"), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+	_exit(0);
+}
+
+START_TEST(renamed_under_live_reader)
+{
+	struct fsnw_event ev[64];
+	bool self[RENAMED] = { false };
+	struct race r;
+	char p[PATH_MAX], name[32];
+	int selves = 0, status, n;
+	bool done = false;
+	pid_t pid;
+
+	race_start(&r, TP_VISIT, NULL, NULL);
+	for (int i = 0; i < RENAMED; i++) {
+		snprintf(name, sizeof(name), "x%d", i);
+		mkd(at_w(&r, p, name));
+	}
+	race_watch(&r);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		rename_all(&r);
+	while (!done) {
+		n = fsnw_read(r.w, ev, 2, 10000);
+		ck_assert_int_gt(n, 0);
+		for (int i = 0; i < n; i++) {
+			const char *x = strrchr(ev[i].path, '/');
+			int k;
+
+			ck_assert_int_ge(tree_view_event(&r.v, &ev[i]), 0);
+			if (ev[i].name && !strcmp(ev[i].name, ".renamed"))
+				done = true;
+			if (!(ev[i].mask & FSNW_MOVE_SELF) || !x)
+				continue;
+			ck_assert_msg(sscanf(x, "/y%d", &k) == 1, "MOVE_SELF at %s", ev[i].path);
+			ck_assert(k >= 0 && k < RENAMED && !self[k]);
+			self[k] = true;
+			selves++;
+		}
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_eq(selves, RENAMED);
+	ck_assert_int_eq(race_check(&r), 0);
+	race_end(&r);
+}
+END_TEST
+
 TEST_SUITE(tree_race)
 {
 	Suite *s = suite_create("tree_race");
@@ -854,5 +924,7 @@ TEST_SUITE(tree_race)
 	 * entries only (a filesystem mark): no MOVE_SELF. */
 	if (test_backend == FSNW_BACKEND_INOTIFY)
 		ADD_TEST(s, moved_out_under_live_reader);
+	if (test_backend == FSNW_BACKEND_INOTIFY)
+		ADD_TEST(s, renamed_under_live_reader);
 	return s;
 }
