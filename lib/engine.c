@@ -11,6 +11,7 @@
 #include "ring.h"
 #include "route.h"
 #include "stats.h"
+#include "testhook.h"
 #include "sys.h"
 #include "tree.h"
 
@@ -76,6 +77,7 @@ static ssize_t read_group(struct fsnw *w)
 		e->rbuf = e->spare;
 		e->spare = e->lent;
 	}
+	TEST_POINT(TP_READ, NULL);
 	if (e->sys_read)
 		return e->sys_read(w, e->rbuf, e->rbuf_len);
 	n = sys_read(&w->st.sys_read, w->kfd, e->rbuf, e->rbuf_len);

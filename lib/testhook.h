@@ -13,9 +13,11 @@
 enum test_point {
 	TP_VISIT,   /* path: the directory a walk reads next */
 	TP_OPENED,  /* path: the directory just opened */
+	TP_WATCHED, /* path: the directory just opened and watched, not listed */
 	TP_LISTED,  /* path: the directory just listed and closed */
 	TP_RESOLVE, /* path: NULL; a fanotify batch is about to be resolved */
 	TP_VERIFY,  /* path: NULL; fanotify's merge checks are about to look */
+	TP_READ,    /* path: NULL; a read(2) of the kernel queue comes next */
 };
 
 #ifdef FSNW_TEST_HOOKS

@@ -154,6 +154,8 @@ int tdir_real_path_into(const struct tdir *d, char *buf, size_t len);
 void tdir_set_state(struct tdir *d, enum tdir_state s);
 /* Move d (with its subtree) below parent as name, in place of what was there. */
 int tdir_move(struct tdir *d, struct tdir *parent, const char *name, size_t len);
+/* x, in limbo, found again at (parent, name) by a read: it takes the place. */
+int tdir_found_again(struct tdir *x, struct tdir *parent, const char *name, size_t len);
 /* d left the tree: it and its subtree go to limbo (still watched). */
 void tdir_to_limbo(struct tdir *d);
 /* Free d and its subtree: links detached (parked where the cache allows). */

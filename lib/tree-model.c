@@ -470,6 +470,28 @@ static struct tdir *ambiguous_at(struct tree *t, const struct tdir *parent, cons
 	return NULL;
 }
 
+/*
+ * x, in limbo, is what a read found at (parent, name): the read's
+ * descriptor has x's watch. x takes the place, read as new, and its watch
+ * is its own from now on: whatever waited for proof of that (an arrival
+ * where it was) has it, and its MOVE_SELF is reported where it is now. Its
+ * subtree stays in limbo, for the reads below it to find again.
+ */
+int tdir_found_again(struct tdir *x, struct tdir *parent, const char *name, size_t len)
+{
+	assert(x->state == TD_LIMBO && !x->parent);
+	if (tdir_move(x, parent, name, len) < 0)
+		return -ENOMEM;
+	while (x->child)
+		tdir_to_limbo(x->child);
+	clear_ambiguous(x);
+	x->synth = true;
+	x->ino_known = false;
+	x->unproven = false;
+	x->self_due = false;
+	return 0;
+}
+
 /* n takes x's watch and what its read found; x is read again, or goes. */
 static void take_watch(struct tdir *n, struct tdir *x)
 {

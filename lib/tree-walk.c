@@ -384,14 +384,8 @@ static int watch_fd(struct fsnw *w, struct tree *t, struct tdir *d, int fd, bool
 		kwatch_undo(w, l);
 		memcpy(name, d->name, len);
 		tdir_forget(w, d, false);
-		if (tdir_move(other, parent, name, len) < 0)
+		if (tdir_found_again(other, parent, name, len) < 0)
 			return -ENOMEM;
-		while (other->child)
-			tdir_to_limbo(other->child);
-		other->synth = true;
-		other->ino_known = false;
-		other->unproven = false;
-		other->self_due = false; /* its MOVE_SELF is reported where it is now */
 		*x = other;
 		return 0;
 	}
@@ -628,6 +622,12 @@ static int read_dir(struct fsnw *w, struct tree *t, struct tdir *d, int fd, stru
 	if (ret)
 		return ret;
 	d = *out;
+#ifdef FSNW_TEST_HOOKS
+	struct strref *real = tdir_real_path(d);
+
+	TEST_POINT(TP_WATCHED, real ? real->s : NULL);
+	strref_put(real);
+#endif
 	lst = mem_zalloc(sizeof(*lst));
 	if (!lst) {
 		if (by_path)

@@ -5,6 +5,7 @@
  * fantree.c's; the rest of a walked tree is tree-model.c's (its
  * directories, its events) and tree-walk.c's (reading directories).
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -277,16 +278,13 @@ static void close_window(struct fsnw *w)
 	ts->window_open = false;
 	list_init(&done);
 	/* Commits add to stepped only nodes that wait for proof: take them out
-	 * first, then put back those still waiting. */
+	 * first. A directory of the tree waits for no arrival (only one in
+	 * limbo does: tdir_found_again). */
 	list_splice_tail_init(&ts->stepped, &done);
 	while (!list_empty(&done)) {
 		struct tdir *d = list_first(&done, struct tdir, qnode);
 
-		if (d->amb_name) {
-			list_del(&d->qnode);
-			list_add_tail(&d->qnode, &ts->stepped);
-			continue;
-		}
+		assert(!d->amb_name);
 		walk_commit(w, d);
 	}
 	if (!list_empty(&ts->stepped))
