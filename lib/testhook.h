@@ -2,8 +2,9 @@
 /*
  * Points where a test build lets a test act, so that a race between the
  * library and the filesystem happens on purpose: a walk about to read a
- * directory, a walk that has opened one (its watch not made yet), one that
- * has listed one, and a fanotify batch about to resolve its directories.
+ * directory, a walk that has opened one (its watch not made yet), watched
+ * one (not listed yet) or listed one, a fanotify batch about to resolve its
+ * directories or check its merge, and a read of the kernel queue.
  * Only test builds (FSNW_TEST_HOOKS, tests/meson.build) have them; in the
  * shipped library TEST_POINT is nothing.
  */

@@ -479,7 +479,7 @@ static struct tdir *ambiguous_at(struct tree *t, const struct tdir *parent, cons
  */
 int tdir_found_again(struct tdir *x, struct tdir *parent, const char *name, size_t len)
 {
-	assert(x->state == TD_LIMBO && !x->parent);
+	assert(x->state == TD_LIMBO); /* a limbo subtree keeps its parent */
 	if (tdir_move(x, parent, name, len) < 0)
 		return -ENOMEM;
 	while (x->child)

@@ -1133,6 +1133,15 @@ static const struct step outback_steps[] = {
 	{ 'm', "W/b", "W/c" }, { 'f', "W/c/a/s/in" },
 };
 
+/* A directory moved out with a subdirectory, which comes back on its own,
+ * and then the directory too: the subdirectory's watch waits in limbo
+ * below its parent. */
+static const struct step child_back_start[] = { { 'd', "W/p" }, { 'F', "W/p/c" } };
+static const struct step child_back_steps[] = {
+	{ 'm', "W/p", "O/p" }, { 'm', "O/p/c", "W/d" }, { 'f', "W/d/new" },
+	{ 'm', "O/p", "W/p" }, { 'm', "W/d", "W/p/c" }, { 'f', "W/p/c/late" },
+};
+
 static const struct step links_start[] = { { 'd', "W/a" }, { 'd', "W/b" }, { 'f', "W/a/f" } };
 static const struct step links_steps[] = {
 	{ 'l', "W/a/f", "W/b/g" }, { 'm', "W/a", "W/a2" }, { 'u', "W/a2/f" },
@@ -1155,6 +1164,7 @@ static const struct sequence sequences[] = {
 	SEQUENCE("a swap inside a directory moved in", swap_start, swap_steps),
 	SEQUENCE("moved in, then out of it and traded", trade_start, trade_steps),
 	SEQUENCE("moved out and back, its parent renamed", outback_start, outback_steps),
+	SEQUENCE("moved out, its subdirectory back alone", child_back_start, child_back_steps),
 	SEQUENCE("hard links across renames", links_start, links_steps),
 	SEQUENCE("made, emptied, removed and made again", none, gone_steps),
 };
