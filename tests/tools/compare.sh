@@ -247,14 +247,15 @@ fi
 echo "refusals and errors: the same words and status"
 
 # Signals end both the same way: they die of it, monitoring or not. A
-# shell starts a background job with SIGINT ignored; env puts it back.
-env --default-signal=INT true 2>/dev/null || skip "env --default-signal (coreutils 8.31) is needed"
+# shell starts a background job with SIGINT ignored, and nohup leaves SIGHUP
+# ignored; env puts back the default of each signal sent.
+env --default-signal=INT,HUP,TERM true 2>/dev/null || skip "env --default-signal (coreutils 8.31) is needed"
 for sig in TERM HUP INT; do
 	for m in -m ''; do
 		PAIR="sig$sig$m"
-		start IW "$TMP/$PAIR.iw.out" "$TMP/$PAIR.iw.err" env --default-signal=INT \
+		start IW "$TMP/$PAIR.iw.out" "$TMP/$PAIR.iw.err" env --default-signal=INT,HUP,TERM \
 			inotifywait $m "$W"
-		start FW "$TMP/$PAIR.fw.out" "$TMP/$PAIR.fw.err" env --default-signal=INT \
+		start FW "$TMP/$PAIR.fw.out" "$TMP/$PAIR.fw.err" env --default-signal=INT,HUP,TERM \
 			"$FSNW_WAIT" $m "$W"
 		wait_for "$TMP/$PAIR.iw.err" '^Watches established\.$'
 		wait_for "$TMP/$PAIR.fw.err" '^Watches established\.$'

@@ -56,9 +56,10 @@ rc=$?
 [ "$rc" = 1 ] || fail "watch gone: exit $rc, wanted 1"
 [ -s "$TMP/gone.out" ] && fail "watch gone printed $(cat "$TMP/gone.out")"
 
-# A shell starts a background job with SIGINT ignored; env puts it back.
-env --default-signal=INT true 2>/dev/null || skip "env --default-signal (coreutils 8.31) is needed"
-DFL=(env --default-signal=INT)
+# A shell starts a background job with SIGINT ignored, and nohup leaves SIGHUP
+# ignored; env puts back the default of each signal sent.
+env --default-signal=INT,HUP,TERM true 2>/dev/null || skip "env --default-signal (coreutils 8.31) is needed"
+DFL=(env --default-signal=INT,HUP,TERM)
 
 # A monitor stays through events and dies of SIGTERM, SIGINT, SIGHUP.
 for sig in TERM:143 INT:130 HUP:129; do
