@@ -21,6 +21,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,73 @@ static int checkpoint(struct reader *rd, int rootfd, uint64_t *n, struct outcome
 	return d ? 1 : 0;
 }
 
+static const char *backend_name(uint32_t b)
+{
+	return b == FSNW_BACKEND_FANOTIFY ? "fanotify" : "inotify";
+}
+
+/*
+ * An abort (an assertion of the library's, in either thread) still leaves
+ * the seed and the operations applied so far, as a failure does: the
+ * handler writes them with write(2), from what run_once set up before the
+ * run, and dies of the signal.
+ */
+static struct {
+	const struct oplog *log;
+	char file[64];
+	char msg[512];
+} crash;
+
+static void put(int fd, const char *s, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, s, len);
+
+		if (n <= 0)
+			return;
+		s += n;
+		len -= (size_t)n;
+	}
+}
+
+static void on_abort(int sig)
+{
+	int fd = open(crash.file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (fd >= 0 && crash.log) {
+		for (size_t i = 0, n = crash.log->n; i < n; i++) {
+			put(fd, crash.log->line[i], strlen(crash.log->line[i]));
+			put(fd, "\n", 1);
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	put(STDERR_FILENO, crash.msg, strlen(crash.msg));
+	raise(sig); /* SA_RESETHAND: the default action now */
+}
+
+static void crash_arm(const struct opts *op, uint64_t seed, const struct oplog *log)
+{
+	struct sigaction sa = { .sa_handler = on_abort, .sa_flags = SA_RESETHAND };
+
+	crash.log = log;
+	snprintf(crash.file, sizeof(crash.file), "torture-%s-%llu.ops", backend_name(op->backend),
+		 (unsigned long long)seed);
+	snprintf(crash.msg, sizeof(crash.msg),
+		 "torture: ABORTED seed %llu: the operations so far in %s; replay with:\n"
+		 "  torture --backend %s --entries %zu --trees %u --seed %llu --replay %s\n",
+		 (unsigned long long)seed, crash.file, backend_name(op->backend), op->entries,
+		 op->trees, (unsigned long long)seed, crash.file);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGABRT, &sa, NULL);
+}
+
+static void crash_disarm(void)
+{
+	signal(SIGABRT, SIG_DFL);
+	crash.log = NULL;
+}
+
 static int watch_trees(struct reader *rd, const struct opts *op)
 {
 	for (unsigned i = 0; i < op->trees; i++) {
@@ -218,6 +286,8 @@ static int run_once(const struct opts *op, uint64_t seed, const struct oplog *li
 		ret = reader_start(&rd);
 	if (ret == 0)
 		ret = checkpoint(&rd, rootfd, &sync, o, op->quiet);
+	if (!lines) /* a replay's lines are in its file already */
+		crash_arm(op, seed, &m.log);
 	if (lines) {
 		for (size_t i = 0; ret == 0 && i < lines->n; i++)
 			ret = fsmodel_apply_line(&m, lines->line[i]);
@@ -234,6 +304,7 @@ static int run_once(const struct opts *op, uint64_t seed, const struct oplog *li
 		o->err = ret;
 	if (rd.running)
 		reader_stop(&rd);
+	crash_disarm();
 	if (o->differences && !op->quiet && rd.w) {
 		char js[8192];
 
@@ -329,11 +400,6 @@ static int read_lines(const char *file, struct oplog *l)
 	}
 	fclose(f);
 	return 0;
-}
-
-static const char *backend_name(uint32_t b)
-{
-	return b == FSNW_BACKEND_FANOTIFY ? "fanotify" : "inotify";
 }
 
 /* Report a failing seed: the log to a file, and a command that replays it. */
