@@ -708,6 +708,8 @@ bool fantree_queue_ready(struct fsnw *w)
 {
 	struct pollfd p = { .fd = w->kfd, .events = POLLIN };
 
+	if (TEST_QUEUE_HIDDEN())
+		return false;
 	return sys_poll(&w->st.sys_poll, &p, 1, 0) > 0;
 }
 
@@ -780,6 +782,33 @@ static bool waits_for_delete(struct fsnw *w)
 	return false;
 }
 
+/*
+ * Pass 1 of a batch's first placing, before e (a directory's MOVED_TO,
+ * from its MOVED_FROM) is applied: does the cache have the directory at
+ * the destination already? Then a resolution learned of the rename before
+ * its events were read: vfs_rename moves the dentry (d_move) and only
+ * then queues the events (fsnotify_move), so a resolution can see the new
+ * path while the kernel queue still reads empty, and events placed since
+ * may have been reported at paths from after the rename. Said as
+ * FSNW_OVERFLOW, as misplaced() says it at delivery; here it must be said
+ * before pass 3, which takes the rename back and hides it.
+ */
+static void learned_ahead(struct fsnw *w, const struct fev *e, const struct fev *from)
+{
+	struct fcache *c = &w->trees.fan.cache;
+	struct fnode *dst, *x;
+
+	if (!from || !is_to(e) || !(e->mask & FSNW_ISDIR) || !e->target)
+		return;
+	dst = dir_of(c, e);
+	x = fcache_find(c, e->target, e->targetlen);
+	if (!dst || !x || x->state != FN_LINKED || x->parent != dst ||
+	    x->namelen != e->namelen || memcmp(x->name, e->name, e->namelen))
+		return;
+	if (fcache_where(c, x) == FN_IN)
+		handle_overflow(w, OVERFLOW_UNRESOLVED);
+}
+
 /* The four passes of fantree.h. may_defer: the kernel queue was just read
  * empty, and another complete drain can follow. */
 static void place_batch(struct fsnw *w, bool may_defer)
@@ -799,6 +828,9 @@ static void place_batch(struct fsnw *w, bool may_defer)
 	for (pos = ft->batch.next; pos != &ft->batch; pos = pos->next) {
 		struct fev *e = entry_ev(pos);
 
+		/* A redo's cache holds its own first try's resolutions. */
+		if (!ft->validating)
+			learned_ahead(w, e, pair_of(ft, pos));
 		apply(w, e, pair_of(ft, pos), false, false);
 	}
 	/* A directory moved or went since the last resolutions: where they

@@ -7,6 +7,7 @@
 
 static test_hook_fn hook;
 static void *hook_arg;
+static unsigned queue_hidden;
 
 void test_hook_set(test_hook_fn fn, void *arg)
 {
@@ -18,4 +19,17 @@ void test_hook_run(enum test_point p, const char *path)
 {
 	if (hook)
 		hook(p, path, hook_arg);
+}
+
+void test_hook_hide_queue(unsigned n)
+{
+	queue_hidden = n;
+}
+
+bool test_hook_queue_hidden(void)
+{
+	if (!queue_hidden)
+		return false;
+	queue_hidden--;
+	return true;
 }

@@ -503,6 +503,20 @@ static void read_failed(struct fsnw *w, struct tree *t, struct tdir *d, int err)
 	tdir_set_state(d, TD_FAILED);
 }
 
+/* A test point at directory d, named by the path it has now (testhook.h). */
+static inline void dir_point(enum test_point p, struct tdir *d)
+{
+#ifdef FSNW_TEST_HOOKS
+	struct strref *real = tdir_real_path(d);
+
+	TEST_POINT(p, real ? real->s : NULL);
+	strref_put(real);
+#else
+	(void)p;
+	(void)d;
+#endif
+}
+
 /*
  * The step's open parent. Visits come in the order their parents' listings
  * were merged, so subdirectories of one directory come in a row: their
@@ -570,12 +584,7 @@ static int open_dir(struct fsnw *w, struct tree *t, struct tdir *d, struct walk_
 
 	if (wp->d != d->parent || !d->parent)
 		parent_open(w, t, d, wp);
-#ifdef FSNW_TEST_HOOKS
-	struct strref *real = tdir_real_path(d);
-
-	TEST_POINT(TP_VISIT, real ? real->s : NULL);
-	strref_put(real);
-#endif
+	dir_point(TP_VISIT, d);
 	if (wp->d && wp->d == d->parent) {
 		fd = sys_openat(&w->st.sys_walk, wp->fd, d->name, flags);
 	} else {
@@ -584,13 +593,8 @@ static int open_dir(struct fsnw *w, struct tree *t, struct tdir *d, struct walk_
 
 		fd = n < 0 ? n : sys_openat(&w->st.sys_walk, AT_FDCWD, path, flags);
 	}
-#ifdef FSNW_TEST_HOOKS
-	if (fd >= 0) {
-		real = tdir_real_path(d);
-		TEST_POINT(TP_OPENED, real ? real->s : NULL);
-		strref_put(real);
-	}
-#endif
+	if (fd >= 0)
+		dir_point(TP_OPENED, d);
 	return fd;
 }
 
@@ -622,12 +626,7 @@ static int read_dir(struct fsnw *w, struct tree *t, struct tdir *d, int fd, stru
 	if (ret)
 		return ret;
 	d = *out;
-#ifdef FSNW_TEST_HOOKS
-	struct strref *real = tdir_real_path(d);
-
-	TEST_POINT(TP_WATCHED, real ? real->s : NULL);
-	strref_put(real);
-#endif
+	dir_point(TP_WATCHED, d);
 	lst = mem_zalloc(sizeof(*lst));
 	if (!lst) {
 		if (by_path)
@@ -680,14 +679,8 @@ static void visit(struct fsnw *w, struct tree *t, struct tdir *d, struct walk_pa
 	}
 	ret = read_dir(w, t, d, fd, &x);
 	sys_close(&w->st.sys_walk, fd);
-#ifdef FSNW_TEST_HOOKS
-	if (!ret) {
-		struct strref *p = tdir_real_path(x);
-
-		TEST_POINT(TP_LISTED, p ? p->s : NULL);
-		strref_put(p);
-	}
-#endif
+	if (!ret)
+		dir_point(TP_LISTED, x);
 	if (ret) {
 		read_failed(w, t, x, ret);
 		return;

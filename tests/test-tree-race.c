@@ -498,6 +498,39 @@ START_TEST(resolutions_overtaken)
 }
 END_TEST
 
+/*
+ * The kernel moves a renamed dentry before it queues the rename's events
+ * (vfs_rename: d_move, then fsnotify_move), so a resolution can read the
+ * new path while the queue still looks empty. Here the rename comes at the
+ * resolution and the look after it is made to find the queue empty: the
+ * create below is placed at the path from after the rename. The rename's
+ * own events then come in a batch of their own (the directory it left is
+ * not in the cache), whose first pass finds the directory at its
+ * destination already: FSNW_OVERFLOW, and the view, rescanned, is right.
+ */
+static void move_unseen(struct race *r)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	mv(at_w(r, a, "a/p"), at_w(r, b, "p2"));
+	test_hook_hide_queue(1);
+}
+
+START_TEST(rename_seen_before_its_events)
+{
+	struct race r;
+	char p[PATH_MAX];
+
+	race_start(&r, TP_RESOLVE, NULL, move_unseen);
+	r.overflow = true;
+	make_dirs(r.W, "a/p/q");
+	race_watch(&r);
+	mkf(at_w(&r, p, "a/p/q/new"));
+	ck_assert_int_eq(race_check(&r), 0);
+	race_end(&r);
+}
+END_TEST
+
 /* ---- a reader that reads only afterwards: renames overtake listings ---- */
 
 /* A directory moved in, renamed, and another moved over its first name. */
@@ -1236,8 +1269,10 @@ TEST_SUITE(tree_race)
 	ADD_TEST(s, create_renamed_back_deleted);
 	ADD_TEST(s, created_filled_deleted);
 	ADD_TEST(s, name_taken_after_renames);
-	if (test_backend == FSNW_BACKEND_FANOTIFY)
+	if (test_backend == FSNW_BACKEND_FANOTIFY) {
 		ADD_TEST(s, swap_then_parent_renamed_at_check);
+		ADD_TEST(s, rename_seen_before_its_events);
+	}
 	ADD_TEST(s, attrib_inside_moved_in);
 	/* A fanotify tree hears its subdirectories' moves as its parent's
 	 * entries only (a filesystem mark): no MOVE_SELF. */
