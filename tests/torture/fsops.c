@@ -468,7 +468,18 @@ static int op_rename_file(struct fsmodel *m, struct rng *r, bool from_out, bool 
 	return line(m, "mv", a, b);
 }
 
-/* Three renames through a spare name: a and b change places. */
+/* Is p at or below a mount made inside a tree? */
+static bool under_mount(const struct fsmodel *m, const char *p)
+{
+	for (size_t i = 0; i < m->nmounted; i++)
+		if (m->mounted[i] && below(p, m->mounted[i]))
+			return true;
+	return false;
+}
+
+/* Three renames through a spare name: a and b change places. None of the
+ * three may be on a mount of its own: a rename across it fails (EXDEV, let
+ * pass by line()), and the renames after it would then not be a swap. */
 static int op_swap(struct fsmodel *m, struct rng *r, int dirs)
 {
 	const char *x = pick(m, r, dirs, false, true), *y;
@@ -483,7 +494,8 @@ static int op_swap(struct fsmodel *m, struct rng *r, int dirs)
 		return 0;
 	snprintf(b, sizeof(b), "%s", y);
 	new_name(m, r, pick_dir(m, r, false), t);
-	if (below(t, a) || below(t, b))
+	if (below(t, a) || below(t, b) || under_mount(m, a) || under_mount(m, b) ||
+	    under_mount(m, t))
 		return 0;
 	ret = line(m, "mv", a, t);
 	if (ret == 0)
