@@ -471,7 +471,8 @@ static struct tdir *dir_at(struct tree *t, const char *p, size_t len, struct tdi
 /*
  * A mount appeared or went at point. Inside a tree, what that path holds
  * changed wholesale, without events: the tree forgets what it had there,
- * reads it again, and says FSNW_OVERFLOW so that the caller rescans. At or
+ * reads it again (or, when it has nothing there, reads the parent's
+ * listing again), and says FSNW_OVERFLOW so that the caller rescans. At or
  * above a tree's root, the root path may now lead elsewhere: a tree whose
  * root is not there any more ends.
  */
@@ -527,6 +528,12 @@ static void mount_changed(void *arg, const struct mount_entry *m, bool appeared)
 				tdir_set_state(n, TD_PENDING);
 			else
 				tree_need_relist(w, parent);
+		} else {
+			/* Not in the tree now: the unmount's IN_UNMOUNT and
+			 * IN_IGNORED, read first, took the mount's root away,
+			 * and the directory under it is back. Its parent's
+			 * listing finds it. */
+			tree_need_relist(w, parent);
 		}
 		strref_put(p);
 	}

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -526,6 +527,40 @@ START_TEST(rename_seen_before_its_events)
 	make_dirs(r.W, "a/p/q");
 	race_watch(&r);
 	mkf(at_w(&r, p, "a/p/q/new"));
+	ck_assert_int_eq(race_check(&r), 0);
+	race_end(&r);
+}
+END_TEST
+
+/*
+ * A tmpfs mounted inside the tree goes while the reader reads: the umount
+ * comes right before a read of the kernel queue, so the read brings the
+ * mount root's IN_UNMOUNT and IN_IGNORED before the mount table is looked
+ * at. The directory under the mount is the one at that path now, and it
+ * must be watched: a file made in it afterwards is in the view.
+ */
+static void unmount_m(struct race *r)
+{
+	char p[PATH_MAX];
+
+	ck_assert_int_eq(umount2(at_w(r, p, "m"), MNT_DETACH), 0);
+}
+
+START_TEST(unmounted_under_live_reader)
+{
+	struct race r;
+	char p[PATH_MAX];
+
+	race_start(&r, TP_READ, NULL, NULL);
+	r.overflow = true; /* the mount and the unmount each say FSNW_OVERFLOW */
+	mkd(at_w(&r, p, "m"));
+	race_watch(&r);
+	ck_assert_int_eq(mount("torture", at_w(&r, p, "m"), "tmpfs", 0, "size=1m"), 0);
+	mkd(at_w(&r, p, "m/in"));
+	ck_assert_int_eq(race_check(&r), 0);
+	r.act = unmount_m;
+	ck_assert_int_eq(race_check(&r), 0);
+	mkf(at_w(&r, p, "m/after"));
 	ck_assert_int_eq(race_check(&r), 0);
 	race_end(&r);
 }
@@ -1281,6 +1316,7 @@ TEST_SUITE(tree_race)
 	if (test_backend == FSNW_BACKEND_INOTIFY)
 		ADD_TEST(s, renamed_under_live_reader);
 	ADD_TEST(s, sequences_over_points);
+	ADD_TEST(s, unmounted_under_live_reader);
 	if (test_backend == FSNW_BACKEND_INOTIFY)
 		ADD_TEST(s, found_again_where_it_was_awaited);
 	return s;
