@@ -103,12 +103,12 @@ static void fill(const char *d, int n)
 	char p[PATH_MAX];
 
 	for (int i = 0; i < n; i++) {
-		snprintf(p, sizeof(p), "%s/f%d", d, i);
+		ck_assert(snprintf(p, sizeof(p), "%s/f%d", d, i) < (int)sizeof(p));
 		mkf(p);
 	}
-	snprintf(p, sizeof(p), "%s/s", d);
+	ck_assert(snprintf(p, sizeof(p), "%s/s", d) < (int)sizeof(p));
 	mkd(p);
-	snprintf(p, sizeof(p), "%s/s/g", d);
+	ck_assert(snprintf(p, sizeof(p), "%s/s/g", d) < (int)sizeof(p));
 	mkf(p);
 }
 
@@ -482,7 +482,7 @@ START_TEST(resolutions_overtaken)
 
 	race_start(&r, TP_RESOLVE, NULL, swap_parents);
 	for (int i = 0; i < 100; i++) {
-		snprintf(p, sizeof(p), "%s/a/d%d", r.W, i);
+		ck_assert(snprintf(p, sizeof(p), "%s/a/d%d", r.W, i) < (int)sizeof(p));
 		make_dirs(r.W, p + strlen(r.W) + 1);
 		snprintf(p, sizeof(p), "%s/z/e%d", r.W, i);
 		make_dirs(r.W, p + strlen(r.W) + 1);
@@ -643,7 +643,7 @@ START_TEST(overflow_then_swap)
 	fill(p, 5);
 	race_watch(&r);
 	for (int i = 0; i < 40; i++) {
-		snprintf(q, sizeof(q), "%s/many%d", r.W, i);
+		ck_assert(snprintf(q, sizeof(q), "%s/many%d", r.W, i) < (int)sizeof(q));
 		mkf(q);
 	}
 	mv(at_w(&r, p, "m"), at_w(&r, q, "t"));
