@@ -445,14 +445,19 @@ static void root_gone(struct fantrees *ft, struct fnode *n)
  * reported under the wrong path. Said as FSNW_OVERFLOW; the cache takes
  * the place the event says, so that the event applies.
  */
+/* Does the cache have x at (dir, e's name)? */
+static bool node_at(const struct fnode *x, const struct fnode *dir, const struct fev *e)
+{
+	return x->parent == dir && x->namelen == e->namelen &&
+	       !memcmp(x->name, e->name, e->namelen);
+}
+
 static void misplaced(struct fsnw *w, const struct fev *e, struct fnode *dir)
 {
 	struct fcache *c = &w->trees.fan.cache;
 	struct fnode *x = fcache_find(c, e->target, e->targetlen);
 
-	if (!x || x->state != FN_LINKED || !x->parent ||
-	    (x->parent == dir && x->namelen == e->namelen &&
-	     !memcmp(x->name, e->name, e->namelen)))
+	if (!x || x->state != FN_LINKED || !x->parent || node_at(x, dir, e))
 		return;
 	if (fcache_where(c, x) == FN_IN || fcache_where(c, dir) == FN_IN)
 		handle_overflow(w, OVERFLOW_UNRESOLVED);
@@ -802,8 +807,7 @@ static void learned_ahead(struct fsnw *w, const struct fev *e, const struct fev 
 		return;
 	dst = dir_of(c, e);
 	x = fcache_find(c, e->target, e->targetlen);
-	if (!dst || !x || x->state != FN_LINKED || x->parent != dst ||
-	    x->namelen != e->namelen || memcmp(x->name, e->name, e->namelen))
+	if (!dst || !x || x->state != FN_LINKED || !node_at(x, dst, e))
 		return;
 	if (fcache_where(c, x) == FN_IN)
 		handle_overflow(w, OVERFLOW_UNRESOLVED);
@@ -827,11 +831,12 @@ static void place_batch(struct fsnw *w, bool may_defer)
 		return;
 	for (pos = ft->batch.next; pos != &ft->batch; pos = pos->next) {
 		struct fev *e = entry_ev(pos);
+		const struct fev *from = pair_of(ft, pos);
 
 		/* A redo's cache holds its own first try's resolutions. */
 		if (!ft->validating)
-			learned_ahead(w, e, pair_of(ft, pos));
-		apply(w, e, pair_of(ft, pos), false, false);
+			learned_ahead(w, e, from);
+		apply(w, e, from, false, false);
 	}
 	/* A directory moved or went since the last resolutions: where they
 	 * put directories may be of a later filesystem than the batch's end

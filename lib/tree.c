@@ -529,10 +529,11 @@ static void mount_changed(void *arg, const struct mount_entry *m, bool appeared)
 			else
 				tree_need_relist(w, parent);
 		} else {
-			/* Not in the tree now: the unmount's IN_UNMOUNT and
-			 * IN_IGNORED, read first, took the mount's root away,
-			 * and the directory under it is back. Its parent's
-			 * listing finds it. */
+			/* The tree has nothing there: for an unmount, its
+			 * IN_UNMOUNT and IN_IGNORED, read before the table,
+			 * took the mount's root away, and the directory under
+			 * it is back. The listing of the deepest directory on
+			 * the way finds what the path holds now. */
 			tree_need_relist(w, parent);
 		}
 		strref_put(p);

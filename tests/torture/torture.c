@@ -168,7 +168,8 @@ static const char *backend_name(uint32_t b)
  * An abort (an assertion of the library's, in either thread) still leaves
  * the seed and the operations applied so far, as a failure does: the
  * handler writes them with write(2), from what run_once set up before the
- * run, and dies of the signal.
+ * run, and dies of the signal. Best effort: this thread may be adding a
+ * line to the log as the other one aborts.
  */
 static struct {
 	const struct oplog *log;
