@@ -199,11 +199,11 @@ bool queue_direct_begin(struct queue *q, struct fsnw_event *evs, size_t max)
 		return false;
 	if (max > QUEUE_DIRECT_MAX)
 		max = QUEUE_DIRECT_MAX;
-	/* The index at most an eighth full, so that a new key's probe nearly
-	 * always ends at its first slot (every event with a new name probes),
-	 * and at most 64 KiB beyond 2,048 events, a quarter full at
-	 * QUEUE_DIRECT_MAX. */
-	while (tsize < 8 * max && tsize < DTAB_SLOTS_MAX)
+	/* The index at most half full. Every event with a new name probes it
+	 * at a random slot, and on a read of cold records (events spread over
+	 * a tree, read after a sleep) each line it spans is a miss: a smaller
+	 * index misses on fewer lines than a sparser one saves on probes. */
+	while (tsize < 2 * max && tsize < DTAB_SLOTS_MAX)
 		tsize *= 2;
 	if (max > d->cap) {
 		struct dmeta *meta = mem_alloc(max * sizeof(*meta));

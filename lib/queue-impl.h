@@ -185,8 +185,8 @@ static inline void direct_note_owner(struct direct *d, struct qowner *owner)
  * that key's entry.
  */
 #define DTAB_BITS 13
-#define DTAB_SLOTS_MAX 16384
-_Static_assert(DTAB_SLOTS_MAX >= 4 * QUEUE_DIRECT_MAX, "the index at most a quarter full");
+#define DTAB_SLOTS_MAX 8192
+_Static_assert(DTAB_SLOTS_MAX >= 2 * QUEUE_DIRECT_MAX, "the index at most half full");
 _Static_assert(QUEUE_DIRECT_MAX < (1u << DTAB_BITS), "a place + 1 fits DTAB_BITS");
 #define DTAB_ENTRY(hash, i) (((hash) & ~((1u << DTAB_BITS) - 1)) | ((i) + 1))
 #define DTAB_PLACE(e) (((e) & ((1u << DTAB_BITS) - 1)) - 1)

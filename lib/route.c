@@ -152,34 +152,59 @@ struct strref *route_tree_lane_path(struct fsnw *w, const struct route_lane *lan
 	return kw ? tree_lane_path(w, kw, lane->tree, mask, name) : NULL;
 }
 
+/* The record a tag's first slot names, or NULL: a guess (a wd is its own
+ * tag, so nearly always right), read from the slot alone, for a prefetch. */
+static const struct kwatch *first_at_tag(const struct keytab *kt, uint32_t tag)
+{
+	size_t pos = keytab_start(kt, tag);
+
+	return pos == SIZE_MAX ? NULL : keytab_probe(kt, tag, &pos);
+}
+
+/*
+ * Each stage reads only lines the stage before prefetched, for all n
+ * records, then prefetches what the next stage reads: the slots, the
+ * kernel watches' routing lines (kwatch.h), their first links, their
+ * directories, the paths those report. A record's misses then wait once a stage, behind the n of
+ * the stage, not behind each other.
+ */
 void route_tree_lane_warm(struct fsnw *w, const int *wds, unsigned n,
 			  const struct kwatch **kws)
 {
 	const struct keytab *kt = &w->kwatches.by_key;
 	const struct link *ls[ROUTE_WARM_MAX];
+	uint32_t tags[ROUTE_WARM_MAX];
 
 	assert(n <= ROUTE_WARM_MAX);
-	for (unsigned i = 0; i < n && kt->slots; i++)
-		__builtin_prefetch(&kt->slots[keytab_home(kt, kwatch_tag((const unsigned char *)&wds[i],
-									 sizeof(int)))]);
 	for (unsigned i = 0; i < n; i++) {
-		kws[i] = kwatch_find(&w->kwatches, (const unsigned char *)&wds[i], sizeof(int));
-		if (kws[i]) {
-			__builtin_prefetch(kws[i]);
-			__builtin_prefetch((const char *)kws[i] + 64);
-		}
+		tags[i] = kwatch_tag((const unsigned char *)&wds[i], sizeof(int));
+		if (kt->slots)
+			__builtin_prefetch(&kt->slots[keytab_home(kt, tags[i])]);
 	}
 	for (unsigned i = 0; i < n; i++) {
-		const struct list *first = kws[i] ? kws[i]->links.next : NULL;
+		const struct kwatch *kw = first_at_tag(kt, tags[i]);
 
+		if (kw)
+			__builtin_prefetch(&kw->links);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		const struct list *first;
+
+		kws[i] = kwatch_find(&w->kwatches, (const unsigned char *)&wds[i], sizeof(int));
+		first = kws[i] ? kws[i]->links.next : NULL;
 		ls[i] = first && first != &kws[i]->links ?
 				list_entry(first, struct link, knode) : NULL;
-		if (ls[i])
+		if (ls[i]) { /* the line of knode, and of active if another */
 			__builtin_prefetch(ls[i]);
+			__builtin_prefetch(&ls[i]->active);
+		}
 	}
 	for (unsigned i = 0; i < n; i++)
 		if (ls[i])
 			tree_link_prefetch(ls[i]);
+	for (unsigned i = 0; i < n; i++)
+		if (ls[i])
+			tree_link_prefetch_path(ls[i]);
 }
 
 /* Open the lane after ev, if the records after it may take it: l (plain),

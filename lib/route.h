@@ -60,10 +60,11 @@ struct strref *route_tree_lane_path(struct fsnw *w, const struct route_lane *lan
 
 /*
  * The kernel watches of the n wds (NULL: none), for route_tree_lane_path,
- * looked up in stages with what the check reads brought into the cache (the
- * kernel watches, their first links, their directories), so that the
- * misses of n records overlap instead of each record's queueing behind the
- * one before. Valid while nothing but lane pushes happens.
+ * looked up in stages with what the check and the push read brought into
+ * the cache (the kernel watches, their first links, their directories, the
+ * paths those report), so that the misses of n records overlap instead of
+ * each record's queueing behind the one before. Valid while nothing but
+ * lane pushes happens.
  */
 #define ROUTE_WARM_MAX 16
 void route_tree_lane_warm(struct fsnw *w, const int *wds, unsigned n,

@@ -739,12 +739,18 @@ void tree_link_prefetch(const struct link *l)
 {
 	const char *d = (const char *)l->tnode;
 
-	/* struct tdir spans three lines: t, then path and lst, then pgen and state. */
+	/* What tree_event_path reads leads struct tdir: one line, or two
+	 * where the record starts late in one. */
 	if (!d)
 		return;
 	__builtin_prefetch(d);
-	__builtin_prefetch(d + 64);
-	__builtin_prefetch(d + 128);
+	__builtin_prefetch(d + offsetof(struct tdir, state));
+}
+
+void tree_link_prefetch_path(const struct link *l)
+{
+	if (l->tnode && l->tnode->path)
+		__builtin_prefetch(l->tnode->path);
 }
 
 bool tree_event_deferred(struct fsnw *w, struct link *l, const struct kevent *ev)

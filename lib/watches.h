@@ -39,16 +39,18 @@ struct tdir;
  * field marked "tree" is the tree modules'.
  */
 struct link {
-	struct watch *watch;
-	struct kwatch *kw;
-	struct strref *path; /* reported as fsnw_event.path (a tree renames it) */
-	struct list wnode;   /* in watch->links */
+	/* What an event's routing reads first (route.c's sole_link, the tree
+	 * lane), in its first 35 bytes. */
 	struct list knode;   /* in kw->links */
-	struct list pnode;   /* in the table's pending list while pending */
+	struct tdir *tnode;  /* tree: the directory it watches (tree-int.h), tree.c's */
+	struct watch *watch;
 	bool active;         /* hears events: not pending */
 	uint8_t origin;      /* enum link_origin: how the attach found its kernel watch */
 	bool embedded;       /* the watch's own link (plain watches): not freed alone */
-	struct tdir *tnode;  /* tree: the directory it watches (tree-int.h), tree.c's */
+	struct kwatch *kw;
+	struct strref *path; /* reported as fsnw_event.path (a tree renames it) */
+	struct list wnode;   /* in watch->links */
+	struct list pnode;   /* in the table's pending list while pending */
 };
 
 enum link_origin {
