@@ -444,12 +444,61 @@ bool fcache_below(const struct fnode *at, const struct fnode *n)
 
 /* ---- what resolutions learn ---- */
 
+/*
+ * A node the walk of a resolution found by its name, before anything is
+ * linked below it: is it the directory at that path now? Names in the
+ * cache are at stream time and the path is now, so a name the stream has
+ * not yet seen change (a swap read late) can lead to another directory:
+ * what is linked below it would then report under the wrong path. One
+ * handle (keyat) says; the view's root is known.
+ */
+static int named_holds(struct fview *v, const struct fnode *cur, const char *rel, size_t end,
+		       fcache_keyat_fn keyat, void *arg)
+{
+	struct kkey k;
+	int ret;
+
+	if (cur == v->root)
+		return 0;
+	ret = keyat(arg, v, rel, end, &k);
+	if (ret < 0)
+		return ret;
+	return k.len == cur->keylen && !memcmp(k.bytes, cur->key, k.len) ? 0 : -EAGAIN;
+}
+
+/* The node of the component rel[0..end) the cache lacks, below cur. */
+static int place_fresh(struct fcache *c, struct fview *v, struct fnode *cur, const char *rel,
+		       size_t pos, size_t end, fcache_keyat_fn keyat, void *arg,
+		       struct fnode **out)
+{
+	struct fnode *n;
+	struct kkey k;
+	int ret = keyat(arg, v, rel, end, &k);
+
+	if (ret < 0)
+		return ret;
+	n = fcache_find(c, k.bytes, k.len);
+	if (!n)
+		n = node_new(c, v, k.bytes, k.len);
+	if (!n)
+		return -ENOMEM;
+	n->view = v;
+	if (n->state == FN_OUTVIEW)
+		n->state = FN_DETACHED;
+	ret = link_at(c, n, cur, rel + pos, end - pos);
+	if (ret < 0)
+		return ret == -ELOOP ? -EAGAIN : ret;
+	*out = n;
+	return 0;
+}
+
 int fcache_place(struct fcache *c, struct fview *v, const char *rel, size_t len,
 		 const unsigned char *key, size_t keylen, fcache_keyat_fn keyat, void *arg,
 		 struct fnode **out)
 {
 	struct fnode *cur = v->root, *n;
-	size_t pos = 0;
+	size_t pos = 0, cur_end = 0;
+	bool by_name = false; /* cur was found by its name, not yet checked */
 	int ret;
 
 	if (!len) {
@@ -462,35 +511,29 @@ int fcache_place(struct fcache *c, struct fview *v, const char *rel, size_t len,
 	for (;;) {
 		const char *slash = memchr(rel + pos, '/', len - pos);
 		size_t end = slash ? (size_t)(slash - rel) : len;
-		const char *comp = rel + pos;
 		size_t clen = end - pos;
 
 		if (!clen || clen > 255)
 			return -EAGAIN;
 		if (end == len)
 			break;
-		n = child_of(c, cur, comp, clen);
-		if (!n || n->state != FN_LINKED) {
-			struct kkey k;
-
-			ret = keyat(arg, v, rel, end, &k);
+		n = child_of(c, cur, rel + pos, clen);
+		if (n && n->state == FN_LINKED) {
+			by_name = true;
+		} else {
+			if (by_name && (ret = named_holds(v, cur, rel, cur_end, keyat, arg)) < 0)
+				return ret;
+			ret = place_fresh(c, v, cur, rel, pos, end, keyat, arg, &n);
 			if (ret < 0)
 				return ret;
-			n = fcache_find(c, k.bytes, k.len);
-			if (!n)
-				n = node_new(c, v, k.bytes, k.len);
-			if (!n)
-				return -ENOMEM;
-			n->view = v;
-			if (n->state == FN_OUTVIEW)
-				n->state = FN_DETACHED;
-			ret = link_at(c, n, cur, comp, clen);
-			if (ret < 0)
-				return ret == -ELOOP ? -EAGAIN : ret;
+			by_name = false;
 		}
 		cur = n;
+		cur_end = end;
 		pos = end + 1;
 	}
+	if (by_name && (ret = named_holds(v, cur, rel, cur_end, keyat, arg)) < 0)
+		return ret;
 	n = fcache_find(c, key, keylen);
 	if (!n)
 		n = node_new(c, v, key, keylen);

@@ -204,8 +204,11 @@ static inline void fcache_touch(struct fcache *c, struct fnode *n)
  * the view's root, components without a leading '/'; "" for the root). A
  * node on the way the cache lacks gets its key from keyat (rel cut to that
  * node's length), which returns 0 or -errno. What the trie said before
- * about these places gives way. -EAGAIN: the answers contradict each other
- * (the filesystem changed under the resolution); -errno from keyat.
+ * about these places gives way. A node on the way the cache has by name
+ * is checked by its key (keyat) before anything is linked below it.
+ * -EAGAIN: the answers contradict each other (the filesystem changed under
+ * the resolution, or a name the cache holds leads to another directory
+ * now); -errno from keyat.
  */
 typedef int (*fcache_keyat_fn)(void *arg, struct fview *v, const char *rel, size_t len,
 			       struct kkey *key);

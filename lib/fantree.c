@@ -729,6 +729,7 @@ static bool resolve_batch(struct fsnw *w)
 	bool resolved;
 
 	htab_init(&seen);
+	ft->contradicted = false;
 	TEST_POINT(TP_RESOLVE, NULL);
 	for (pos = ft->batch.next; pos != &ft->batch; pos = pos->next) {
 		struct fev *e = entry_ev(pos);
@@ -747,6 +748,8 @@ static bool resolve_batch(struct fsnw *w)
 			err = resolve(w, v, e->key, e->keylen, &n);
 			if (err == -EAGAIN) /* raced a rename: once more */
 				err = resolve(w, v, e->key, e->keylen, &n);
+			if (err == -EAGAIN)
+				ft->contradicted = true;
 			t = htab_reserve(&seen, 1) == 0 ? mem_alloc(sizeof(*t) + e->keylen) : NULL;
 			if (t) {
 				t->err = err;
@@ -858,9 +861,12 @@ static void place_batch(struct fsnw *w, bool may_defer)
 	 * deleted a directory). Events that keep coming make the library place
 	 * it anyway; a directory it placed ahead of the stream is then met by
 	 * its own rename or delete where the cache does not have it, and that
-	 * says FSNW_OVERFLOW (misplaced).
+	 * says FSNW_OVERFLOW (misplaced). A resolution that found a name of
+	 * the cache leading elsewhere now is ahead too, though the kernel
+	 * queue may still read empty (d_move before fsnotify_move); placed
+	 * anyway, its events are unresolved: FSNW_OVERFLOW.
 	 */
-	ahead = resolved && fantree_queue_ready(w);
+	ahead = resolved && (fantree_queue_ready(w) || ft->contradicted);
 	if (ahead && may_defer && ft->deferrals < DEFERRALS_MAX + REDOS_MAX) {
 		ft->validating = true;
 		ft->moves_at_check = ft->nmoves;

@@ -172,6 +172,9 @@ struct fantrees {
 	size_t nmoves;            /* directories the batch moves or deletes */
 	size_t moves_at_check;    /* ... when its resolutions were last made */
 	bool validating;          /* they wait for the events that came meanwhile */
+	/* A resolution met a name the cache holds leading elsewhere now: a
+	 * rename the stream has yet to show (fcache_place's -EAGAIN). */
+	bool contradicted;
 	bool drain_again;
 	uint64_t seq;             /* tree events taken */
 	uint64_t delivery;        /* deliveries made (struct fantree.mark) */

@@ -533,6 +533,44 @@ START_TEST(rename_seen_before_its_events)
 END_TEST
 
 /*
+ * A swap read late, met by a resolution that walks a name: the cache knows
+ * a (from an event in it) and not t, inside b. At the resolution of t, a
+ * and b are swapped, and the look at the queue after it is made to find it
+ * empty. The path of t now is a/t, and the cache's a is the other
+ * directory: t must not be placed under it (its create would then be
+ * reported at a/t/new, and a, carrying t, would later move to b's place).
+ * The resolution checks the directory it finds by name against its handle
+ * now, and the batch waits for the swap's events.
+ */
+static void swap_late(struct race *r)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	mv(at_w(r, a, "a"), at_w(r, b, "x"));
+	mv(at_w(r, a, "b"), at_w(r, b, "a"));
+	mv(at_w(r, a, "x"), at_w(r, b, "b"));
+	test_hook_hide_queue(1);
+}
+
+START_TEST(swap_behind_a_name_at_resolution)
+{
+	struct race r;
+	char p[PATH_MAX];
+
+	race_start(&r, TP_RESOLVE, NULL, NULL);
+	make_dirs(r.W, "a/in");
+	make_dirs(r.W, "b/t");
+	race_watch(&r);
+	mkf(at_w(&r, p, "a/in/known"));
+	ck_assert_int_eq(race_check(&r), 0);
+	r.act = swap_late;
+	mkf(at_w(&r, p, "b/t/new"));
+	ck_assert_int_eq(race_check(&r), 0);
+	race_end(&r);
+}
+END_TEST
+
+/*
  * A tmpfs mounted inside the tree goes while the reader reads: the umount
  * comes right before a read of the kernel queue, so the read brings the
  * mount root's IN_UNMOUNT and IN_IGNORED before the mount table is looked
@@ -1313,6 +1351,7 @@ TEST_SUITE(tree_race)
 	if (test_backend == FSNW_BACKEND_FANOTIFY) {
 		ADD_TEST(s, swap_then_parent_renamed_at_check);
 		ADD_TEST(s, rename_seen_before_its_events);
+		ADD_TEST(s, swap_behind_a_name_at_resolution);
 	}
 	ADD_TEST(s, attrib_inside_moved_in);
 	/* A fanotify tree hears its subdirectories' moves as its parent's
