@@ -205,8 +205,14 @@ static int link_at(struct fcache *c, struct fnode *n, struct fnode *parent, cons
 	if (n->view_root || is_above(n, parent))
 		return -ELOOP;
 	other = child_of(c, parent, name, len);
-	if (other && other != n)
+	if (other && other != n) {
+		if (other->state == FN_LINKED) {
+			c->ndisplaced++;
+			c->displaced = other;
+			c->displaced_at = parent;
+		}
 		detach(c, other);
+	}
 	/* Every memo that may say where n was (or was not) is stale. */
 	c->gen++;
 	leave_parent(c, n);

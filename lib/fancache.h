@@ -136,6 +136,12 @@ struct fcache {
 	 * be unknown for no reason but that (the caller clears it). */
 	bool nomem;
 	uint64_t evictions;
+	/* Places a directory held and another took (link_at), the last one
+	 * to lose its place and that place's parent: the caller tells a
+	 * rename over an empty directory from a place a resolution gave
+	 * ahead of the stream. */
+	uint64_t ndisplaced;
+	struct fnode *displaced, *displaced_at;
 	/* While logging, the nodes resolutions placed (fcache_place), to take
 	 * their places back if what they learnt turns out to be ahead of the
 	 * batch being placed (fantree.c). */

@@ -262,13 +262,38 @@ static uint32_t armed_masks(const struct fantrees *ft)
 	return m;
 }
 
-/* An event whose directory cannot be placed: outside, or an overflow. */
-static void unplaced(struct fsnw *w, const struct fev *e)
+/* Is the directory of n still there, anywhere (its handle opens, linked)? */
+static bool still_there(struct fsnw *w, const struct fnode *n)
+{
+	struct fh_buf h;
+	struct stat st;
+	bool there;
+	int fd;
+
+	if (!n->view || !key_to_handle(n->key, n->keylen, &h))
+		return true;
+	fd = sys_open_by_handle_at(&w->st.sys_open_by_handle_at, n->view->mntfd, &h.fh, O_PATH);
+	if (fd < 0)
+		return fd != -ESTALE && fd != -ENOENT;
+	there = sys_fstat(&w->st.sys_other, fd, &st) < 0 || st.st_nlink > 0;
+	sys_close(&w->st.sys_other, fd);
+	return there;
+}
+
+/*
+ * An event whose directory cannot be placed: outside, or an overflow.
+ * lost: the cache has a node for it, which lost its place within the batch
+ * (a resolution put it where the stream later put another directory). If
+ * the directory is still there, it may well have been in a tree; only one
+ * gone is known to have been outside.
+ */
+static void unplaced(struct fsnw *w, const struct fev *e, const struct fnode *lost)
 {
 	struct fantrees *ft = &w->trees.fan;
 	bool wanted = (e->mask & armed_masks(ft) & FSNW_ALL_EVENTS) != 0;
 
-	if (wanted && ((e->flags & E_UNRESOLVED) || ft->cache.ambiguous || ft->cache.nomem)) {
+	if (wanted && ((e->flags & E_UNRESOLVED) || ft->cache.ambiguous || ft->cache.nomem ||
+		       (lost && !(e->flags & E_STALE) && still_there(w, lost)))) {
 		handle_overflow(w, OVERFLOW_UNRESOLVED);
 		return;
 	}
@@ -491,7 +516,7 @@ static void deliver(struct fsnw *w, const struct fev *e, struct fnode *n)
 	if (e->mask & FSNW_IGNORED)
 		return;
 	if (!n) {
-		unplaced(w, e);
+		unplaced(w, e, NULL);
 		return;
 	}
 	fcache_touch(c, n);
@@ -523,7 +548,7 @@ static void deliver(struct fsnw *w, const struct fev *e, struct fnode *n)
 			root_gone(&w->trees.fan, n);
 	}
 	if (where == FN_UNKNOWN)
-		unplaced(w, e);
+		unplaced(w, e, n);
 	else if (where == FN_OUT && !(e->flags & E_PLAIN))
 		w->st.dropped_outside++;
 }
@@ -607,8 +632,8 @@ static void roots_moved(struct fsnw *w, const unsigned char *moved, size_t moved
  * live: the stream is at e (not a rewind's first pass), so a tree whose
  * directory moved takes its new path.
  */
-static void apply(struct fsnw *w, const struct fev *e, const struct fev *from, bool undo,
-		  bool live)
+static void apply_one(struct fsnw *w, const struct fev *e, const struct fev *from, bool undo,
+		      bool live)
 {
 	struct fcache *c = &w->trees.fan.cache;
 	struct fview *v;
@@ -653,6 +678,26 @@ static void apply(struct fsnw *w, const struct fev *e, const struct fev *from, b
 		else
 			fcache_move(c, v, dir_of(c, e), e->name, e->namelen, NULL, NULL, 0, tk, tl);
 	}
+}
+
+/*
+ * apply, and what a live one tells: the stream gave a directory a place the
+ * cache had another directory at. If that one is gone, it was there and a
+ * rename replaced it (an empty directory may be renamed over). If it is
+ * still there, a resolution put it at that place ahead of the stream, and
+ * events reported since at it or below it may have had a path from the
+ * future: FSNW_OVERFLOW when the place is in a tree.
+ */
+static void apply(struct fsnw *w, const struct fev *e, const struct fev *from, bool undo,
+		  bool live)
+{
+	struct fcache *c = &w->trees.fan.cache;
+	uint64_t displaced = c->ndisplaced;
+
+	apply_one(w, e, from, undo, live);
+	if (live && c->ndisplaced != displaced && fcache_where(c, c->displaced_at) == FN_IN &&
+	    still_there(w, c->displaced))
+		handle_overflow(w, OVERFLOW_UNRESOLVED);
 }
 
 /* ---- the batch ---- */

@@ -571,6 +571,97 @@ START_TEST(swap_behind_a_name_at_resolution)
 END_TEST
 
 /*
+ * A resolution puts a directory where the stream, later in the same
+ * batch, puts another: u/g opens a batch, then p/n is made and q/f
+ * created. At the resolution n leaves and q takes its name, and the look
+ * at the queue after it finds it empty. q, resolved, is linked at p/n;
+ * placing the batch, the create of n takes that place back, and q has
+ * none when its own event comes. That event is not known to be outside
+ * (q never went): FSNW_OVERFLOW, and the view, rescanned, is right.
+ */
+static void take_the_name(struct race *r)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	mv(at_w(r, a, "p/n"), at_w(r, b, "o"));
+	mv(at_w(r, a, "q"), at_w(r, b, "p/n"));
+	test_hook_hide_queue(1);
+}
+
+START_TEST(placed_where_the_stream_puts_another)
+{
+	struct race r;
+	char p[PATH_MAX];
+
+	race_start(&r, TP_RESOLVE, NULL, NULL);
+	make_dirs(r.W, "p/known");
+	make_dirs(r.W, "q");
+	make_dirs(r.W, "u");
+	race_watch(&r);
+	mkf(at_w(&r, p, "p/known/f"));
+	ck_assert_int_eq(race_check(&r), 0);
+	r.overflow = true;
+	r.act = take_the_name;
+	mkf(at_w(&r, p, "u/g"));
+	mkd(at_w(&r, p, "p/n"));
+	mkf(at_w(&r, p, "q/f"));
+	ck_assert_int_eq(race_check(&r), 0);
+	race_end(&r);
+}
+END_TEST
+
+/*
+ * As above, with q's event first: placing the batch, q/f is reported at
+ * p/n/f, where q is at the resolution, and then the create of n takes that
+ * place from q, which is still there: the report came from ahead of the
+ * stream. FSNW_OVERFLOW, and the view, rescanned, is right.
+ */
+START_TEST(reported_ahead_then_displaced)
+{
+	struct race r;
+	char p[PATH_MAX];
+
+	race_start(&r, TP_RESOLVE, NULL, NULL);
+	make_dirs(r.W, "p/known");
+	make_dirs(r.W, "q");
+	race_watch(&r);
+	mkf(at_w(&r, p, "p/known/f"));
+	ck_assert_int_eq(race_check(&r), 0);
+	r.overflow = true;
+	r.act = take_the_name;
+	mkf(at_w(&r, p, "q/f"));
+	mkd(at_w(&r, p, "p/n"));
+	ck_assert_int_eq(race_check(&r), 0);
+	race_end(&r);
+}
+END_TEST
+
+/*
+ * A directory renamed over an empty one the cache knows takes its place:
+ * the other is gone, not placed ahead of the stream, and nothing was lost
+ * (no FSNW_OVERFLOW).
+ */
+START_TEST(renamed_over_an_empty_directory)
+{
+	struct race r;
+	char p[PATH_MAX], q[PATH_MAX];
+
+	race_start(&r, TP_RESOLVE, NULL, NULL);
+	make_dirs(r.W, "a/in");
+	make_dirs(r.W, "b/c");
+	race_watch(&r);
+	mkf(at_w(&r, p, "b/c/f"));
+	ck_assert_int_eq(race_check(&r), 0);
+	ck_assert_int_eq(unlink(at_w(&r, p, "b/c/f")), 0);
+	ck_assert_int_eq(rmdir(at_w(&r, p, "b/c")), 0);
+	mv(at_w(&r, p, "a"), at_w(&r, q, "b"));
+	mkf(at_w(&r, p, "b/in/g"));
+	ck_assert_int_eq(race_check(&r), 0);
+	race_end(&r);
+}
+END_TEST
+
+/*
  * A tmpfs mounted inside the tree goes while the reader reads: the umount
  * comes right before a read of the kernel queue, so the read brings the
  * mount root's IN_UNMOUNT and IN_IGNORED before the mount table is looked
@@ -1352,6 +1443,8 @@ TEST_SUITE(tree_race)
 		ADD_TEST(s, swap_then_parent_renamed_at_check);
 		ADD_TEST(s, rename_seen_before_its_events);
 		ADD_TEST(s, swap_behind_a_name_at_resolution);
+		ADD_TEST(s, placed_where_the_stream_puts_another);
+		ADD_TEST(s, reported_ahead_then_displaced);
 	}
 	ADD_TEST(s, attrib_inside_moved_in);
 	/* A fanotify tree hears its subdirectories' moves as its parent's
@@ -1361,6 +1454,7 @@ TEST_SUITE(tree_race)
 	if (test_backend == FSNW_BACKEND_INOTIFY)
 		ADD_TEST(s, renamed_under_live_reader);
 	ADD_TEST(s, sequences_over_points);
+	ADD_TEST(s, renamed_over_an_empty_directory);
 	ADD_TEST(s, unmounted_under_live_reader);
 	if (test_backend == FSNW_BACKEND_INOTIFY)
 		ADD_TEST(s, found_again_where_it_was_awaited);
