@@ -484,6 +484,11 @@ static int place_fresh(struct fcache *c, struct fview *v, struct fnode *cur, con
 	if (ret < 0)
 		return ret;
 	n = fcache_find(c, k.bytes, k.len);
+	/* A directory the cache places elsewhere at stream time: the path now
+	 * has it moved by a rename the stream has yet to show. */
+	if (n && n->state == FN_LINKED && fcache_where(c, n) != FN_UNKNOWN &&
+	    (n->parent != cur || n->namelen != end - pos || memcmp(n->name, rel + pos, end - pos)))
+		return -EAGAIN;
 	if (!n)
 		n = node_new(c, v, k.bytes, k.len);
 	if (!n)

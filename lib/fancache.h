@@ -213,8 +213,8 @@ static inline void fcache_touch(struct fcache *c, struct fnode *n)
  * about these places gives way. A node on the way the cache has by name
  * is checked by its key (keyat) before anything is linked below it.
  * -EAGAIN: the answers contradict each other (the filesystem changed under
- * the resolution, or a name the cache holds leads to another directory
- * now); -errno from keyat.
+ * the resolution, a name the cache holds leads to another directory now, or
+ * a directory on the way is one the cache has elsewhere); -errno from keyat.
  */
 typedef int (*fcache_keyat_fn)(void *arg, struct fview *v, const char *rel, size_t len,
 			       struct kkey *key);

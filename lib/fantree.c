@@ -681,22 +681,27 @@ static void apply_one(struct fsnw *w, const struct fev *e, const struct fev *fro
 }
 
 /*
- * apply, and what a live one tells: the stream gave a directory a place the
- * cache had another directory at. If that one is gone, it was there and a
- * rename replaced it (an empty directory may be renamed over). If it is
- * still there, a resolution put it at that place ahead of the stream, and
- * events reported since at it or below it may have had a path from the
- * future: FSNW_OVERFLOW when the place is in a tree.
+ * apply, and what it tells going forward (live, or a first placing's pass
+ * 1, whose cache holds no resolution of its own yet): the stream gave a
+ * directory a place the cache had another directory at. If that one is
+ * gone, it was there and a rename replaced it (an empty directory may be
+ * renamed over). If it is still there, a resolution put it at that place
+ * ahead of the stream, and events reported since at it or below it may
+ * have had a path from the future: FSNW_OVERFLOW when the place is in a
+ * tree. A redo's pass 1 may take places its first try's resolutions gave:
+ * those are resolved again (place_batch).
  */
 static void apply(struct fsnw *w, const struct fev *e, const struct fev *from, bool undo,
 		  bool live)
 {
-	struct fcache *c = &w->trees.fan.cache;
+	struct fantrees *ft = &w->trees.fan;
+	struct fcache *c = &ft->cache;
 	uint64_t displaced = c->ndisplaced;
 
 	apply_one(w, e, from, undo, live);
-	if (live && c->ndisplaced != displaced && fcache_where(c, c->displaced_at) == FN_IN &&
-	    still_there(w, c->displaced))
+	if (undo || (!live && ft->validating) || c->ndisplaced == displaced)
+		return;
+	if (fcache_where(c, c->displaced_at) == FN_IN && still_there(w, c->displaced))
 		handle_overflow(w, OVERFLOW_UNRESOLVED);
 }
 

@@ -637,6 +637,39 @@ START_TEST(reported_ahead_then_displaced)
 END_TEST
 
 /*
+ * A resolution meets, by its handle, a directory the cache has elsewhere:
+ * the cache knows p/m, and sub, inside it, is resolved after m moved to
+ * q/m2, the look at the queue after it finding it empty. The path now has
+ * m moved by a rename not read yet: the batch waits for it, and the create
+ * in sub is reported at p/m/sub, where it happened, with no FSNW_OVERFLOW.
+ */
+static void move_m(struct race *r)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	mv(at_w(r, a, "p/m"), at_w(r, b, "q/m2"));
+	test_hook_hide_queue(1);
+}
+
+START_TEST(resolution_meets_a_moved_directory)
+{
+	struct race r;
+	char p[PATH_MAX];
+
+	race_start(&r, TP_RESOLVE, NULL, NULL);
+	make_dirs(r.W, "p/m/sub");
+	make_dirs(r.W, "q");
+	race_watch(&r);
+	mkf(at_w(&r, p, "p/m/known"));
+	ck_assert_int_eq(race_check(&r), 0);
+	r.act = move_m;
+	mkf(at_w(&r, p, "p/m/sub/f"));
+	ck_assert_int_eq(race_check(&r), 0);
+	race_end(&r);
+}
+END_TEST
+
+/*
  * A directory renamed over an empty one the cache knows takes its place:
  * the other is gone, not placed ahead of the stream, and nothing was lost
  * (no FSNW_OVERFLOW).
@@ -1445,6 +1478,7 @@ TEST_SUITE(tree_race)
 		ADD_TEST(s, swap_behind_a_name_at_resolution);
 		ADD_TEST(s, placed_where_the_stream_puts_another);
 		ADD_TEST(s, reported_ahead_then_displaced);
+		ADD_TEST(s, resolution_meets_a_moved_directory);
 	}
 	ADD_TEST(s, attrib_inside_moved_in);
 	/* A fanotify tree hears its subdirectories' moves as its parent's
