@@ -472,7 +472,28 @@ static int named_holds(struct fview *v, const struct fnode *cur, const char *rel
 	return k.len == cur->keylen && !memcmp(k.bytes, cur->key, k.len) ? 0 : -EAGAIN;
 }
 
-/* The node of the component rel[0..end) the cache lacks, below cur. */
+/* The node of key (made if the cache has none) linked at cur/name. */
+static int link_key(struct fcache *c, struct fview *v, const unsigned char *key, size_t keylen,
+		    struct fnode *cur, const char *name, size_t len, struct fnode **out)
+{
+	struct fnode *n = fcache_find(c, key, keylen);
+	int ret;
+
+	if (!n)
+		n = node_new(c, v, key, keylen);
+	if (!n)
+		return -ENOMEM;
+	n->view = v;
+	if (n->state == FN_OUTVIEW)
+		n->state = FN_DETACHED;
+	ret = link_at(c, n, cur, name, len);
+	if (ret < 0)
+		return ret == -ELOOP ? -EAGAIN : ret;
+	*out = n;
+	return 0;
+}
+
+/* The node of the component rel[pos..end) the cache lacks, below cur. */
 static int place_fresh(struct fcache *c, struct fview *v, struct fnode *cur, const char *rel,
 		       size_t pos, size_t end, fcache_keyat_fn keyat, void *arg,
 		       struct fnode **out)
@@ -483,24 +504,13 @@ static int place_fresh(struct fcache *c, struct fview *v, struct fnode *cur, con
 
 	if (ret < 0)
 		return ret;
-	n = fcache_find(c, k.bytes, k.len);
 	/* A directory the cache places elsewhere at stream time: the path now
 	 * has it moved by a rename the stream has yet to show. */
+	n = fcache_find(c, k.bytes, k.len);
 	if (n && n->state == FN_LINKED && fcache_where(c, n) != FN_UNKNOWN &&
 	    (n->parent != cur || n->namelen != end - pos || memcmp(n->name, rel + pos, end - pos)))
 		return -EAGAIN;
-	if (!n)
-		n = node_new(c, v, k.bytes, k.len);
-	if (!n)
-		return -ENOMEM;
-	n->view = v;
-	if (n->state == FN_OUTVIEW)
-		n->state = FN_DETACHED;
-	ret = link_at(c, n, cur, rel + pos, end - pos);
-	if (ret < 0)
-		return ret == -ELOOP ? -EAGAIN : ret;
-	*out = n;
-	return 0;
+	return link_key(c, v, k.bytes, k.len, cur, rel + pos, end - pos, out);
 }
 
 int fcache_place(struct fcache *c, struct fview *v, const char *rel, size_t len,
@@ -545,19 +555,7 @@ int fcache_place(struct fcache *c, struct fview *v, const char *rel, size_t len,
 	}
 	if (by_name && (ret = named_holds(v, cur, rel, cur_end, keyat, arg)) < 0)
 		return ret;
-	n = fcache_find(c, key, keylen);
-	if (!n)
-		n = node_new(c, v, key, keylen);
-	if (!n)
-		return -ENOMEM;
-	n->view = v;
-	if (n->state == FN_OUTVIEW)
-		n->state = FN_DETACHED;
-	ret = link_at(c, n, cur, rel + pos, len - pos);
-	if (ret < 0)
-		return ret == -ELOOP ? -EAGAIN : ret;
-	*out = n;
-	return 0;
+	return link_key(c, v, key, keylen, cur, rel + pos, len - pos, out);
 }
 
 int fcache_outview(struct fcache *c, struct fview *v, const unsigned char *key, size_t keylen,

@@ -165,8 +165,8 @@ static const struct kwatch *first_at_tag(const struct keytab *kt, uint32_t tag)
  * Each stage reads only lines the stage before prefetched, for all n
  * records, then prefetches what the next stage reads: the slots, the
  * kernel watches' routing lines (kwatch.h), their first links, their
- * directories, the paths those report. A record's misses then wait once a stage, behind the n of
- * the stage, not behind each other.
+ * directories, the paths those report. A record's misses then wait once a
+ * stage, behind the n of the stage, not behind each other.
  */
 void route_tree_lane_warm(struct fsnw *w, const int *wds, unsigned n,
 			  const struct kwatch **kws)
@@ -182,15 +182,17 @@ void route_tree_lane_warm(struct fsnw *w, const int *wds, unsigned n,
 			__builtin_prefetch(&kt->slots[keytab_home(kt, tags[i])]);
 	}
 	for (unsigned i = 0; i < n; i++) {
-		const struct kwatch *kw = first_at_tag(kt, tags[i]);
-
-		if (kw)
-			__builtin_prefetch(&kw->links);
+		kws[i] = first_at_tag(kt, tags[i]);
+		if (kws[i])
+			__builtin_prefetch(&kws[i]->links);
 	}
 	for (unsigned i = 0; i < n; i++) {
+		const unsigned char *key = (const unsigned char *)&wds[i];
 		const struct list *first;
 
-		kws[i] = kwatch_find(&w->kwatches, (const unsigned char *)&wds[i], sizeof(int));
+		/* The guess stands when its key is the wd's (kwatch_find's test). */
+		if (!kws[i] || !kwatch_key_is(kws[i], key, sizeof(int)))
+			kws[i] = kwatch_find(&w->kwatches, key, sizeof(int));
 		first = kws[i] ? kws[i]->links.next : NULL;
 		ls[i] = first && first != &kws[i]->links ?
 				list_entry(first, struct link, knode) : NULL;
