@@ -48,6 +48,8 @@ struct mentry {
 	uint8_t nplaces;
 	bool isdir;
 	bool suspect;
+	bool differs;            /* the last look found it other than told */
+	bool doubted;            /* ... and one before it too, with no event since */
 	uint16_t keylen;
 	unsigned char key[];
 };
@@ -103,6 +105,7 @@ void fanmerge_note(struct fsnw *w, const struct fev *e)
 		return; /* nothing to note, or past the bound: unseen (see the top) */
 	m->isdir |= (e->mask & FSNW_ISDIR) != 0;
 	m->suspect |= (e->flags & E_MERGED) != 0;
+	m->doubted = false;
 	for (uint8_t i = 0; i < m->nplaces; i++) {
 		if (!same_place(m->place[i], e))
 			continue;
@@ -186,6 +189,26 @@ static void look_names(struct fsnw *w, struct mentry *m)
 	}
 }
 
+/* Does what the look found at p differ from what the caller was told last?
+ * Not if its directory went (its events say so) or another took the name. */
+static bool told_otherwise(const struct mplace *p, const struct fnode *dir)
+{
+	return dir && p->what >= 0 && p->what != 3 && (p->what != 0) != !p->left;
+}
+
+static bool names_differ(struct fsnw *w, const struct mentry *m)
+{
+	struct fcache *c = &w->trees.fan.cache;
+
+	for (uint8_t i = 0; i < m->nplaces; i++) {
+		const struct mplace *p = m->place[i];
+
+		if (told_otherwise(p, fcache_find(c, p->data, p->dkeylen)))
+			return true;
+	}
+	return false;
+}
+
 /* Where what a look found differs from what the caller was told last, say
  * what is there. */
 static void tell_names(struct fsnw *w, struct mentry *m)
@@ -198,13 +221,33 @@ static void tell_names(struct fsnw *w, struct mentry *m)
 		struct fnode *dir = fcache_find(c, p->data, p->dkeylen);
 		int what = p->what;
 
-		/* Its directory went (its events say so), another took the
-		 * name, or as told. */
-		if (!dir || what < 0 || what == 3 || (what != 0) == !p->left)
+		if (!told_otherwise(p, dir))
 			continue;
 		fantree_synthetic(w, dir, what ? FSNW_CREATE | (what == 1 ? FSNW_ISDIR : 0) :
 						 FSNW_DELETE, 0, name, p->namelen);
 	}
+}
+
+/* Is the directory now elsewhere than the cache has it? A look: the cache
+ * stays as it is. */
+static bool dir_elsewhere(struct fsnw *w, const struct mentry *m)
+{
+	struct fcache *c = &w->trees.fan.cache;
+	struct fnode *n = fcache_find(c, m->key, m->keylen);
+	char now[PATH_MAX];
+	struct strref *was;
+	ssize_t len;
+	bool moved;
+
+	if (!n || n->state != FN_LINKED || !n->parent)
+		return false;
+	len = fantree_path_now(w, m->key, m->keylen, now, sizeof(now));
+	if (len < 0)
+		return false;
+	was = fcache_view_path(c, n);
+	moved = was && ((size_t)len != was->len || memcmp(now, was->s, was->len));
+	strref_put(was);
+	return moved;
 }
 
 /* A directory: where the cache has it against where it is. */
@@ -241,9 +284,27 @@ static void free_entry(struct hnode *hn, void *arg)
 static void look_entry(struct hnode *hn, void *arg)
 {
 	struct mentry *m = container_of(hn, struct mentry, node);
+	struct fsnw *w = arg;
 
-	if (m->suspect && !m->isdir)
-		look_names(arg, m);
+	if (!m->suspect) {
+		m->differs = false;
+	} else if (m->isdir) {
+		m->differs = dir_elsewhere(w, m);
+	} else {
+		look_names(w, m);
+		m->differs = names_differ(w, m);
+	}
+}
+
+/* A difference the look before did not find: *(bool *)arg, and doubted. */
+static void doubt_entry(struct hnode *hn, void *arg)
+{
+	struct mentry *m = container_of(hn, struct mentry, node);
+
+	if (m->differs && !m->doubted) {
+		m->doubted = true;
+		*(bool *)arg = true;
+	}
 }
 
 static void check_entry(struct hnode *hn, void *arg)
@@ -251,7 +312,7 @@ static void check_entry(struct hnode *hn, void *arg)
 	struct mentry *m = container_of(hn, struct mentry, node);
 	struct fsnw *w = arg;
 
-	if (!m->suspect)
+	if (!m->differs)
 		return;
 	if (m->isdir)
 		check_dir(w, m);
@@ -259,25 +320,34 @@ static void check_entry(struct hnode *hn, void *arg)
 		tell_names(w, m);
 }
 
-void fanmerge_verify(struct fsnw *w)
+bool fanmerge_verify(struct fsnw *w)
 {
 	struct fantrees *ft = &w->trees.fan;
+	bool wait = false;
 
 	if (!ft->journal.count)
-		return;
+		return false;
 	/*
 	 * A look answers for now, and finds a name by the place the cache has
 	 * for its directory. If events came since the queue was read empty,
 	 * one may have moved that directory (mv c e/g, still unread): the
 	 * look found nothing where the directory was. Then the journal waits
 	 * for the next empty read, with those events in it, and looks again.
+	 * And a look may fall between a rename's move of the entry and the
+	 * queueing of its events (d_move, then fsnotify_move), the queue still
+	 * empty: a difference the look before did not find waits for one more
+	 * complete drain, which reads such events, and a look after it.
 	 */
 	TEST_POINT(TP_VERIFY, NULL);
 	htab_for_each(&ft->journal, look_entry, w);
 	if (fantree_queue_ready(w))
-		return;
+		return false;
+	htab_for_each(&ft->journal, doubt_entry, &wait);
+	if (wait)
+		return true;
 	htab_for_each(&ft->journal, check_entry, w);
 	fanmerge_fini(ft);
+	return false;
 }
 
 void fanmerge_fini(struct fantrees *ft)

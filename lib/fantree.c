@@ -22,9 +22,7 @@
  * reader must not hold an unbounded copy of a storm. */
 #define BATCH_MAX 65536
 /* Complete drains a batch waits for a delete that may still be unread. */
-#define DEFERRALS_MAX 2
-/* ... and more for the events that came while its directories were resolved. */
-#define REDOS_MAX 6
+#define DELETE_WAITS_MAX 2
 #define NOT_ARMED UINT64_MAX
 
 struct fentry {
@@ -86,7 +84,8 @@ static void batch_free(struct fantrees *ft)
 	fcache_log(&ft->cache, false);
 	mem_free(ft->from);
 	ft->from = NULL;
-	ft->deferrals = 0;
+	ft->redos = 0;
+	ft->delete_waits = 0;
 }
 
 void fantrees_init(struct fantrees *ft, size_t cache_max)
@@ -210,6 +209,24 @@ static int resolve(struct fsnw *w, struct fview *v, const unsigned char *key, si
 	return ret == -ENOENT || ret == -ENOTDIR ? -EAGAIN : ret;
 }
 
+ssize_t fantree_path_now(struct fsnw *w, const unsigned char *key, size_t keylen, char *buf,
+			 size_t len)
+{
+	struct fview *v = fcache_view(&w->trees.fan.cache, key, keylen);
+	struct fh_buf h;
+	ssize_t n;
+	int fd;
+
+	if (!v || !key_to_handle(key, keylen, &h))
+		return -ENOENT;
+	fd = sys_open_by_handle_at(&w->st.sys_open_by_handle_at, v->mntfd, &h.fh, O_PATH);
+	if (fd < 0)
+		return fd;
+	n = fd_path(w, fd, buf, len);
+	sys_close(&w->st.sys_other, fd);
+	return n;
+}
+
 int fantree_resolve(struct fsnw *w, const unsigned char *key, size_t keylen,
 		    struct fnode **out)
 {
@@ -285,15 +302,19 @@ static bool still_there(struct fsnw *w, const struct fnode *n)
  * lost: the cache has a node for it, which lost its place within the batch
  * (a resolution put it where the stream later put another directory). If
  * the directory is still there, it may well have been in a tree; only one
- * gone is known to have been outside.
+ * gone is known to have been outside. Without a node, a directory gone
+ * (E_STALE) is one whose delete the batch waited for and did not read: the
+ * kernel removes the entry before it queues the delete, which may still
+ * come, and say it was in a tree.
  */
 static void unplaced(struct fsnw *w, const struct fev *e, const struct fnode *lost)
 {
 	struct fantrees *ft = &w->trees.fan;
 	bool wanted = (e->mask & armed_masks(ft) & FSNW_ALL_EVENTS) != 0;
+	bool gone = e->flags & E_STALE;
 
 	if (wanted && ((e->flags & E_UNRESOLVED) || ft->cache.ambiguous || ft->cache.nomem ||
-		       (lost && !(e->flags & E_STALE) && still_there(w, lost)))) {
+		       (!lost && gone) || (lost && !gone && still_there(w, lost)))) {
 		handle_overflow(w, OVERFLOW_UNRESOLVED);
 		return;
 	}
@@ -866,6 +887,16 @@ static void learned_ahead(struct fsnw *w, const struct fev *e, const struct fev 
 		handle_overflow(w, OVERFLOW_UNRESOLVED);
 }
 
+/* Place the batch after another complete drain, as a redo: the cache holds
+ * the batch's own resolutions, resolved again if a directory moved or went
+ * meanwhile. */
+static void place_again(struct fantrees *ft)
+{
+	ft->validating = true;
+	ft->moves_at_check = ft->nmoves;
+	ft->drain_again = true;
+}
+
 /* The four passes of fantree.h. may_defer: the kernel queue was just read
  * empty, and another complete drain can follow. */
 static void place_batch(struct fsnw *w, bool may_defer)
@@ -917,22 +948,23 @@ static void place_batch(struct fsnw *w, bool may_defer)
 	 * anyway, its events are unresolved: FSNW_OVERFLOW.
 	 */
 	ahead = resolved && (fantree_queue_ready(w) || ft->contradicted);
-	if (ahead && may_defer && ft->deferrals < DEFERRALS_MAX + REDOS_MAX) {
-		ft->validating = true;
-		ft->moves_at_check = ft->nmoves;
-		ft->deferrals++;
-		ft->drain_again = true;
+	if (ahead && may_defer && ft->redos < FANTREE_REDOS_MAX) {
+		ft->redos++;
+		place_again(ft);
+		return;
+	}
+	/* The cache is back at the batch's start: wait for one more complete
+	 * drain and place it all then. A budget of its own: a writer that kept
+	 * the batch placed again gave the kernel no more time to queue a
+	 * delete. */
+	if (may_defer && ft->delete_waits < DELETE_WAITS_MAX && waits_for_delete(w) &&
+	    !TEST_DELETE_WAIT_SKIPPED()) {
+		ft->delete_waits++;
+		place_again(ft);
 		return;
 	}
 	ft->validating = false;
 	fcache_log(c, false);
-	if (may_defer && ft->deferrals < DEFERRALS_MAX && waits_for_delete(w)) {
-		/* The cache is back at the batch's start: wait for one more
-		 * complete drain and place it all then. */
-		ft->deferrals++;
-		ft->drain_again = true;
-		return;
-	}
 	for (pos = ft->batch.next; pos != &ft->batch; pos = pos->next) {
 		struct fev *e = entry_ev(pos);
 
@@ -1169,7 +1201,7 @@ bool fantrees_after_drain(struct fsnw *w)
 
 	ft->drain_again = false;
 	if (!ft->nbatch && !ft->from)
-		fanmerge_verify(w);
+		again |= fanmerge_verify(w);
 	again |= fanlist_after_drain(w);
 	if (ft->npending) {
 		for (pos = ft->all.next; pos != &ft->all; pos = pos->next) {

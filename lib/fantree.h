@@ -53,17 +53,17 @@
  *
  * What cannot be placed. After pass 2 an event may still name a directory
  * the cache does not know, whose handle no longer resolves. If its delete
- * is not in the batch, the kernel may not have given it to us yet (it was
- * deleted while we read): the batch waits for one more complete drain (at
- * most twice). After that, such a directory went without ever being inside
- * a tree while we watched: its delete would have been routed (the kernel
- * reports every delete on the filesystem) and left it dead in the cache, so
- * the event is outside and dropped, counted as such; a delete outside
- * every tree never raises an overflow. Only if a dead directory had to be
- * evicted before its DELETE_SELF (the bound) is that reasoning broken
- * (fcache.ambiguous): such events then raise FSNW_OVERFLOW when a tree
- * asked for their bits. A directory that cannot be resolved for want of
- * resources (EMFILE, ENFILE, ENOMEM, a path past PATH_MAX) raises
+ * is not in the batch, the kernel may not have given it to us yet (it
+ * removes the entry, then queues the delete): the batch waits for one more
+ * complete drain (at most twice, however often it was placed again for
+ * events that came meanwhile). The delete, once read, puts the directory
+ * where it was (pass 3), inside a tree or not. If it is still unread, the
+ * directory may have been in a tree, and its event raises FSNW_OVERFLOW
+ * when a tree asked for its bits. A directory the cache has dead, its
+ * delete read, is placed by it; only if a dead directory had to be evicted
+ * before its DELETE_SELF (the bound) is it not (fcache.ambiguous): such
+ * events raise FSNW_OVERFLOW too. A directory that cannot be resolved for
+ * want of resources (EMFILE, ENFILE, ENOMEM, a path past PATH_MAX) raises
  * FSNW_OVERFLOW (overflows_unresolved) when a tree asked for the event's
  * bits: never a silent drop. A kernel overflow places the batch and then
  * forgets where every directory is (they are resolved again when met).
@@ -141,6 +141,11 @@ struct fev {
 #define E_LATE 0x40u      /* a delete held back (KEVENT_LATE) */
 
 
+/* Times a batch is placed again for the events that came while its
+ * directories were resolved: then it is placed anyway, so that a writer
+ * that never stops cannot hold it. */
+#define FANTREE_REDOS_MAX 8
+
 /* Kernel mask a tree needs besides the caller's, to keep its cache right. */
 #define FANTREE_KMASK (FSNW_CREATE | FSNW_DELETE | FSNW_MOVED_FROM | FSNW_MOVED_TO | \
 		       FSNW_DELETE_SELF)
@@ -168,7 +173,8 @@ struct fantrees {
 	size_t nbatch;
 	struct fentry *from;      /* a MOVED_FROM waiting for its MOVED_TO */
 	struct list late;         /* struct fentry.node: deletes held back (fantree_event) */
-	unsigned deferrals;       /* drains the batch waited for */
+	unsigned redos;           /* placings done again (FANTREE_REDOS_MAX) */
+	unsigned delete_waits;    /* complete drains it waited for a delete */
 	size_t nmoves;            /* directories the batch moves or deletes */
 	size_t moves_at_check;    /* ... when its resolutions were last made */
 	bool validating;          /* they wait for the events that came meanwhile */
@@ -256,7 +262,8 @@ void fanlist_fini(struct fantrees *ft);
 
 /* fantree-merge.c: events the kernel merged away. */
 void fanmerge_note(struct fsnw *w, const struct fev *e);
-void fanmerge_verify(struct fsnw *w);
+/* After a complete drain: true to have another (a look waits for it). */
+bool fanmerge_verify(struct fsnw *w);
 void fanmerge_fini(struct fantrees *ft);
 
 /* For those two: a synthetic event at dir (deliver_at's rules), a
@@ -270,8 +277,13 @@ void fantree_synthetic_move(struct fsnw *w, struct fnode *was, const char *name,
 			    struct fnode *n);
 int fantree_resolve(struct fsnw *w, const unsigned char *key, size_t keylen,
 		    struct fnode **out);
+/* The path of directory key now, into buf (a look: the cache stays as it
+ * is): its length, or -errno. */
+ssize_t fantree_path_now(struct fsnw *w, const unsigned char *key, size_t keylen, char *buf,
+			 size_t len);
 /* After a complete drain: arm pending trees. True: drain once more first
- * (the batch waits for a delete that may not have been read). */
+ * (the batch waits for a delete that may not have been read, or a look of
+ * fantree-merge.c for a rename's events). */
 bool fantrees_after_drain(struct fsnw *w);
 
 #endif

@@ -8,6 +8,7 @@
 static test_hook_fn hook;
 static void *hook_arg;
 static unsigned queue_hidden;
+static unsigned delete_waits_skipped;
 
 void test_hook_set(test_hook_fn fn, void *arg)
 {
@@ -31,5 +32,18 @@ bool test_hook_queue_hidden(void)
 	if (!queue_hidden)
 		return false;
 	queue_hidden--;
+	return true;
+}
+
+void test_hook_skip_delete_waits(unsigned n)
+{
+	delete_waits_skipped = n;
+}
+
+bool test_hook_delete_wait_skipped(void)
+{
+	if (!delete_waits_skipped)
+		return false;
+	delete_waits_skipped--;
 	return true;
 }

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "test-common.h"
+#include "fantree.h"
 #include "testhook.h"
 #include "tree-view.h"
 
@@ -47,6 +48,8 @@ struct race {
 	void (*act)(struct race *r);
 	int fired;
 	int sentinel;
+	int placings;            /* TP_RESOLVE points met (outrun_then_remove) */
+	bool fill;               /* outrun_then_remove fills the directory it moves */
 };
 
 static bool ends_with(const char *s, const char *tail)
@@ -695,6 +698,92 @@ START_TEST(renamed_over_an_empty_directory)
 END_TEST
 
 /*
+ * A directory the cache never met goes while the batch that needs it is
+ * placed again and again: a writer keeps the kernel queue busy at every
+ * placing until the batch is placed anyway. The last drain again reads the
+ * create of p/f/d (and of what d holds), and right before the last
+ * placing's resolutions, d moves to the tree's root and p goes. f's handle
+ * is stale then, and its delete is not read yet: the kernel removes an
+ * entry before it queues the delete.
+ */
+static void outrun_then_remove(enum test_point p, const char *path, void *arg)
+{
+	struct race *r = arg;
+	char a[PATH_MAX], b[PATH_MAX];
+
+	(void)path;
+	if (p != TP_RESOLVE || r->fired)
+		return;
+	if (++r->placings < FANTREE_REDOS_MAX) {
+		snprintf(b, sizeof(b), "busy%d", r->placings);
+		mkf(at_o(r, a, b));
+		return;
+	}
+	if (r->placings == FANTREE_REDOS_MAX) {
+		mkd(at_w(r, a, "p/f/d"));
+		if (r->fill) {
+			mkd(at_w(r, a, "p/f/d/e"));
+			mkf(at_w(r, a, "p/f/d/x"));
+		}
+		return;
+	}
+	r->fired++;
+	mv(at_w(r, a, "p/f/d"), at_w(r, b, "d2"));
+	ck_assert_int_eq(rmdir(at_w(r, a, "p/f")), 0);
+	ck_assert_int_eq(rmdir(at_w(r, a, "p")), 0);
+	if (r->overflow)
+		test_hook_skip_delete_waits(1);
+}
+
+static void no_act(struct race *r)
+{
+	(void)r;
+}
+
+/* The race above; the batch opens with an event in q, which it resolves. */
+static void outrun_case(bool fill, bool delete_unread)
+{
+	struct race r;
+	char p[PATH_MAX];
+
+	race_start(&r, TP_RESOLVE, NULL, NULL);
+	r.fill = fill;
+	r.overflow = delete_unread;
+	make_dirs(r.W, "p/f");
+	make_dirs(r.W, "q");
+	race_watch(&r);
+	r.act = no_act; /* outrun_then_remove acts, once (race_check) */
+	test_hook_set(outrun_then_remove, &r);
+	mkf(at_w(&r, p, "q/g"));
+	ck_assert_int_eq(race_check(&r), 0);
+	race_end(&r);
+}
+
+/*
+ * The create of d in f waits for f's delete, which puts f at p/f: it is
+ * reported there, and so are d's content and its rename out, with no
+ * FSNW_OVERFLOW. Placed at once, the create was dropped as outside, and
+ * what d holds was reported at d2, from after the rename.
+ */
+START_TEST(gone_while_the_batch_is_outrun)
+{
+	outrun_case(true, false);
+}
+END_TEST
+
+/*
+ * As above, with f's delete read only after the batch is placed: nothing
+ * says where f was, and it may have been in the tree (it was), so the
+ * create of d in it is FSNW_OVERFLOW. Dropped as outside, it went
+ * unreported without a word.
+ */
+START_TEST(gone_with_its_delete_unread)
+{
+	outrun_case(false, true);
+}
+END_TEST
+
+/*
  * A tmpfs mounted inside the tree goes while the reader reads: the umount
  * comes right before a read of the kernel queue, so the read brings the
  * mount root's IN_UNMOUNT and IN_IGNORED before the mount table is looked
@@ -896,6 +985,41 @@ START_TEST(swap_then_parent_renamed_at_check)
 	mv(at_w(&r, p, "a/f1"), at_w(&r, q, "b/x"));
 	mv(at_w(&r, p, "c/f2"), at_w(&r, q, "a/f1"));
 	mv(at_w(&r, p, "b/x"), at_w(&r, q, "c/f2"));
+	ck_assert_int_eq(race_check(&r), 0);
+	race_end(&r);
+}
+END_TEST
+
+/*
+ * A directory renamed twice within a stretch (y reached, then left) is
+ * looked at once the queue is read empty. A third rename comes just then,
+ * its entry moved before its events are queued (d_move, then
+ * fsnotify_move): the look finds z at q/z2 with the queue still empty. That
+ * is a rename in flight, not one merged away: the look waits for one more
+ * complete drain, which reads it. Moved there at once, a synthetic rename
+ * came ahead of the real one, which then met the directory elsewhere:
+ * FSNW_OVERFLOW.
+ */
+static void rename_in_flight(struct race *r)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+
+	mv(at_w(r, a, "z"), at_w(r, b, "q/z2"));
+	test_hook_hide_queue(1);
+}
+
+START_TEST(look_meets_a_rename_in_flight)
+{
+	struct race r;
+	char p[PATH_MAX], q[PATH_MAX];
+
+	race_start(&r, TP_VERIFY, NULL, rename_in_flight);
+	mkd(at_w(&r, p, "q"));
+	mkd(at_w(&r, p, "x"));
+	mkf(at_w(&r, p, "x/f"));
+	race_watch(&r);
+	mv(at_w(&r, p, "x"), at_w(&r, q, "y"));
+	mv(at_w(&r, p, "y"), at_w(&r, q, "z"));
 	ck_assert_int_eq(race_check(&r), 0);
 	race_end(&r);
 }
@@ -1474,11 +1598,14 @@ TEST_SUITE(tree_race)
 	ADD_TEST(s, name_taken_after_renames);
 	if (test_backend == FSNW_BACKEND_FANOTIFY) {
 		ADD_TEST(s, swap_then_parent_renamed_at_check);
+		ADD_TEST(s, look_meets_a_rename_in_flight);
 		ADD_TEST(s, rename_seen_before_its_events);
 		ADD_TEST(s, swap_behind_a_name_at_resolution);
 		ADD_TEST(s, placed_where_the_stream_puts_another);
 		ADD_TEST(s, reported_ahead_then_displaced);
 		ADD_TEST(s, resolution_meets_a_moved_directory);
+		ADD_TEST(s, gone_while_the_batch_is_outrun);
+		ADD_TEST(s, gone_with_its_delete_unread);
 	}
 	ADD_TEST(s, attrib_inside_moved_in);
 	/* A fanotify tree hears its subdirectories' moves as its parent's
