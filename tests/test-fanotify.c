@@ -390,7 +390,7 @@ START_TEST(marks_by_name)
 	 * children's. */
 	write_bytes(dir, "f", "x");
 	touch(dir, "d/g");
-	n = collect(w, &evs, 16, 300);
+	n = collect_now(w, &evs, 16);
 	dump_evs(evs, n);
 	ck_assert_int_eq(count_ev(evs, n, wf, FSNW_MODIFY, NULL), 1);
 	ck_assert_int_eq(count_ev(evs, n, wd, FSNW_CREATE, "g"), 1);

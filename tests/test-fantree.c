@@ -6,6 +6,10 @@
  * `rm -rf` of directories the library never met, the cache's bound, the fd
  * limit, pending trees, nested trees and mounts. Runs with --backend
  * fanotify (skipped where it cannot open); each case on a tmpfs of its own.
+ * After its own changes a case reads what the handle has now (collect_now):
+ * the kernel holds their events, and a read goes on until the trees have
+ * placed them all (resolutions and listings of moved directories included).
+ * After rm, another process, a sentinel says when (collect_sync).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -109,7 +113,7 @@ START_TEST(add_reads_nothing_below)
 		if (k) {
 			/* And the deepest directory is watched all the same. */
 			touch(root, "big/d9/e109/f");
-			n = collect(w, &evs, 16, 300);
+			n = collect_now(w, &evs, 16);
 			dump_evs(evs, n);
 			ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE,
 						 at(p, root, "big/d9/e109"), "f"), 0);
@@ -135,7 +139,7 @@ START_TEST(warm_directory_resolves_once)
 	make_dirs(root, "t/a/b");
 	wid = fsnw_add(w, at(p, root, "t"), FSNW_CREATE, FSNW_WATCH_TREE);
 	touch(root, "t/a/b/first");
-	n = collect(w, &evs, 8, 200);
+	n = collect_now(w, &evs, 8);
 	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE, at(p, root, "t/a/b"), "first"), 0);
 	evs_free(evs);
 	s0 = stats_of(w);
@@ -143,7 +147,7 @@ START_TEST(warm_directory_resolves_once)
 		snprintf(name, sizeof(name), "t/a/b/f%d", i);
 		touch(root, name);
 	}
-	n = collect(w, &evs, 200, 200);
+	n = collect_now(w, &evs, 200);
 	ck_assert_int_eq(count_ev(evs, n, wid, FSNW_CREATE, NULL), 100);
 	ck_assert_uint_eq(stats_of(w).sys_open_by_handle_at, s0.sys_open_by_handle_at);
 	evs_free(evs);
@@ -173,7 +177,7 @@ START_TEST(rm_rf_unseen_subtree)
 	wid = fsnw_add(w, r, ALL, FSNW_WATCH_TREE);
 	ck_assert_int_gt(wid, 0);
 	rm_rf(r, "a");
-	n = collect(w, &evs, 64, 300);
+	n = collect_sync(w, &evs, 64, r);
 	dump_evs(evs, n);
 	ck_assert_int_ge(find_at(evs, n, wid, FSNW_DELETE, at(p, r, "a/b/c"), "f"), 0);
 	ck_assert_int_ge(find_at(evs, n, wid, FSNW_DELETE | FSNW_ISDIR, at(p, r, "a/b"), "c"), 0);
@@ -209,6 +213,8 @@ START_TEST(rm_rf_outside_is_quiet)
 	wid = fsnw_add(w, at(p, root, "r"), ALL, FSNW_WATCH_TREE);
 	ck_assert_int_gt(wid, 0);
 	rm_rf(root, "o/x");
+	/* An absence: nothing of what went outside the tree comes, however
+	 * late. */
 	n = collect(w, &evs, 64, 300);
 	dump_evs(evs, n);
 	ck_assert_int_eq(n, 0);
@@ -241,6 +247,7 @@ static int write_outside(struct fsnw *w, const char *root, struct fsnw_stats *s0
 
 	*s0 = stats_of(w);
 	write_at(root, "o/f");
+	/* An absence: what the callers assert of a write outside the trees. */
 	n = collect(w, &evs, 16, 100);
 	evs_free(evs);
 	*s1 = stats_of(w);
@@ -271,13 +278,13 @@ START_TEST(wide_tree_gone_narrows_mark)
 	ck_assert_int_eq(write_outside(w, root, &s0, &s1), 0);
 	ck_assert_uint_gt(s1.dropped_outside, s0.dropped_outside);
 	ck_assert_int_eq(fsnw_remove(w, wide), 0);
-	n = collect(w, &evs, 16, 100);
+	n = collect_now(w, &evs, 16);
 	evs_free(evs);
 	ck_assert_int_eq(write_outside(w, root, &s0, &s1), 0);
 	ck_assert_uint_eq(s1.events_read, s0.events_read);
 	ck_assert_uint_eq(s1.sys_fanotify_mark, s0.sys_fanotify_mark);
 	touch(root, "t/new");
-	n = collect(w, &evs, 16, 300);
+	n = collect_now(w, &evs, 16);
 	dump_evs(evs, n);
 	ck_assert_int_ge(find_at(evs, n, narrow, FSNW_CREATE, at(p, root, "t"), "new"), 0);
 	evs_free(evs);
@@ -301,12 +308,12 @@ START_TEST(late_delete_self)
 	fd = open(at(p, r, "d"), O_RDONLY | O_DIRECTORY);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(rmdir(p), 0);
-	n = collect(w, &evs, 16, 200);
+	n = collect_now(w, &evs, 16);
 	dump_evs(evs, n);
 	ck_assert_int_ge(find_at(evs, n, wid, FSNW_DELETE | FSNW_ISDIR, r, "d"), 0);
 	evs_free(evs);
 	close(fd);
-	n = collect(w, &evs, 16, 200);
+	n = collect_now(w, &evs, 16);
 	dump_evs(evs, n);
 	ck_assert_int_ge(find_at(evs, n, wid, FSNW_DELETE_SELF | FSNW_ISDIR, p, NULL), 0);
 	ck_assert_int_eq(count_ev(evs, n, 0, FSNW_OVERFLOW, NULL), 0);
@@ -344,7 +351,7 @@ START_TEST(cold_moves_in_and_out)
 	touch(root, "o/x/y/outside");
 	ck_assert_int_eq(rename(at(p, root, "o/x"), at(q, r, "x")), 0);
 	touch(r, "x/y/inside");
-	n = collect(w, &evs, 64, 300);
+	n = collect_now(w, &evs, 64);
 	dump_evs(evs, n);
 	/* a's own change, at a's place then, also to its parent by name. */
 	ck_assert_int_ge(find_at(evs, n, wid, FSNW_ATTRIB | FSNW_ISDIR, at(p, r, "a"), NULL), 0);
@@ -353,6 +360,7 @@ START_TEST(cold_moves_in_and_out)
 	ck_assert_int_ge(find_at(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, r, "a"), 0);
 	ck_assert_int_ge(find_at(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, r, "x"), 0);
 	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE, at(p, r, "x/y"), "inside"), 0);
+	/* An absence, proved by order: "after" was queued before "inside". */
 	ck_assert_int_eq(count_ev(evs, n, wid, FSNW_CREATE, "after"), 0);
 	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR | FSNW_SYNTHETIC, at(p, r, "x"),
 				 "y"), 0);
@@ -380,7 +388,7 @@ START_TEST(warm_moves_in_and_out)
 	wid = fsnw_add(w, r, FSNW_CREATE | FSNW_MOVE, FSNW_WATCH_TREE);
 	touch(r, "a/deep/warm");
 	touch(root, "o/x/y/warm");
-	n = collect(w, &evs, 16, 200);
+	n = collect_now(w, &evs, 16);
 	ck_assert_int_eq(n, 1);
 	evs_free(evs);
 	ck_assert_int_eq(rename(at(p, r, "a"), at(q, root, "o/a2")), 0);
@@ -389,10 +397,11 @@ START_TEST(warm_moves_in_and_out)
 	touch(r, "x/y/inside");
 	ck_assert_int_eq(rename(at(p, r, "x"), at(q, r, "x2")), 0);
 	touch(r, "x2/y/renamed");
-	n = collect(w, &evs, 64, 300);
+	n = collect_now(w, &evs, 64);
 	dump_evs(evs, n);
 	/* What x held was not known to the caller when "inside" and "renamed"
-	 * were made in x/y: they come as what x2/y holds, after the rename. */
+	 * were made in x/y: they come as what x2/y holds, after the rename.
+	 * An absence, proved by order: "after" was queued before "inside". */
 	ck_assert_int_eq(count_ev(evs, n, wid, FSNW_CREATE, "after"), 0);
 	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE, at(p, r, "x2/y"), "inside"), 0);
 	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE, at(p, r, "x2/y"), "renamed"), 0);
@@ -424,7 +433,7 @@ START_TEST(filled_then_renamed)
 	ck_assert_int_eq(rename(at(p, t, "K/include"), at(q, t, "new/inc")), 0);
 	ck_assert_int_eq(rename(at(p, t, "new"), at(q, t, "K/new2")), 0);
 	touch(t, "K/new2/inc/linux/late");
-	n = collect(w, &evs, 32, 300);
+	n = collect_now(w, &evs, 32);
 	dump_evs(evs, n);
 	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, t, "new"), 0);
 	ck_assert_int_ge(find_at(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, at(p, t, "K"),
@@ -458,7 +467,7 @@ START_TEST(root_renamed)
 	ck_assert_int_eq(rename(at(p, root, "p/r"), at(q, root, "p/r2")), 0);
 	make_dirs(root, "p/r2/a/nd");
 	touch(root, "p/r2/a/nd/late");
-	n = collect(w, &evs, 32, 300);
+	n = collect_now(w, &evs, 32);
 	dump_evs(evs, n);
 	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE, at(p, root, "p/r/a"), "known"), 0);
 	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, at(p, root, "p/r2/a"),
@@ -473,7 +482,7 @@ START_TEST(root_renamed)
 	 * before the events that report it. */
 	ck_assert_int_eq(rename(at(p, root, "p"), at(q, root, "p2")), 0);
 	touch(root, "p2/r2/top");
-	n = collect(w, &evs, 32, 300);
+	n = collect_now(w, &evs, 32);
 	dump_evs(evs, n);
 	top = find_at(evs, n, wid, FSNW_CREATE, at(p, root, "p2/r2"), "top");
 	moved = find_at(evs, n, wid, FSNW_MOVE_SELF | FSNW_SYNTHETIC, at(p, root, "p2/r2"), NULL);
@@ -512,7 +521,7 @@ START_TEST(cache_bounded)
 			snprintf(name, sizeof(name), "t/d%d/f%d", i, round);
 			touch(root, name);
 		}
-		n = collect(w, &evs, 256, 300);
+		n = collect_now(w, &evs, 256);
 		ck_assert_int_eq(n, 100);
 		for (int i = 0; i < 100; i++) {
 			snprintf(name, sizeof(name), "t/d%d", i);
@@ -548,7 +557,7 @@ START_TEST(deleted_leave_cache)
 		snprintf(name, sizeof(name), "t/d%d/e", i);
 		make_dirs(root, name);
 	}
-	n = collect(w, &evs, 64, 300);
+	n = collect_now(w, &evs, 64);
 	ck_assert_int_eq(n, 40);
 	evs_free(evs);
 	ck_assert_uint_eq(stats_of(w).tree_dirs_cached, before + 40);
@@ -556,7 +565,7 @@ START_TEST(deleted_leave_cache)
 		snprintf(name, sizeof(name), "t/d%d", i);
 		rm_rf(root, name);
 	}
-	n = collect(w, &evs, 64, 300);
+	n = collect_sync(w, &evs, 64, at(p, root, "t"));
 	evs_free(evs);
 	ck_assert_uint_eq(stats_of(w).tree_dirs_cached, before);
 	fsnw_close(w);
@@ -595,7 +604,9 @@ static int fd_limit_child(const char *root)
 		if (mknod(p, S_IFREG | 0644, 0) < 0)
 			return 3;
 	}
-	while ((n = fsnw_read(w, ev, 64, 200)) > 0)
+	/* Reads of what the handle has now: the mknods queued their events
+	 * before they returned (collect_now's sync point). */
+	while ((n = fsnw_read(w, ev, 64, 0)) > 0)
 		for (int i = 0; i < n; i++) {
 			overflow += (ev[i].mask & FSNW_OVERFLOW) != 0;
 			creates += (ev[i].mask & FSNW_CREATE) != 0;
@@ -614,7 +625,7 @@ static int fd_limit_child(const char *root)
 			return 5;
 	}
 	creates = 0;
-	while ((n = fsnw_read(w, ev, 64, 200)) > 0)
+	while ((n = fsnw_read(w, ev, 64, 0)) > 0)
 		for (int i = 0; i < n; i++)
 			creates += (ev[i].mask & FSNW_CREATE) != 0;
 	fsnw_close(w);
@@ -747,7 +758,7 @@ START_TEST(alloc_fails_in_read_never_silent)
 		snprintf(name, sizeof(name), "t/c/g%ld", n);
 		touch(root, name);
 		mem_fail_after(n);
-		got = collect(w, &evs, 16, 50);
+		got = collect_now(w, &evs, 16);
 		hit = mem_count() > n;
 		mem_fail_after(-1);
 		if (!count_ev(evs, got, 0, FSNW_OVERFLOW, NULL)) {
@@ -783,8 +794,9 @@ START_TEST(new_tree_hears_nothing_older)
 	touch(root, "a/seen");
 	wb = fsnw_add(w, at(b, root, "b"), FSNW_CREATE, FSNW_WATCH_TREE);
 	touch(root, "b/sub/new");
-	n = collect(w, &evs, 16, 300);
+	n = collect_now(w, &evs, 16);
 	dump_evs(evs, n);
+	/* An absence, proved by order: "old" was queued before "new". */
 	ck_assert_int_eq(count_ev(evs, n, wb, FSNW_CREATE, "old"), 0);
 	ck_assert_int_eq(count_ev(evs, n, wb, FSNW_CREATE, "new"), 1);
 	ck_assert_int_eq(count_ev(evs, n, wa, FSNW_CREATE, "seen"), 1);
@@ -809,7 +821,7 @@ START_TEST(nested_trees)
 	inner = fsnw_add(w, at(p, root, "r/link"), FSNW_CREATE, FSNW_WATCH_TREE);
 	ck_assert_int_gt(inner, 0);
 	touch(root, "r/a/b/f");
-	n = collect(w, &evs, 16, 300);
+	n = collect_now(w, &evs, 16);
 	dump_evs(evs, n);
 	ck_assert_int_eq(n, 2);
 	ck_assert_int_ge(find_at(evs, n, outer, FSNW_CREATE, at(q, root, "r/a/b"), "f"), 0);
@@ -817,7 +829,7 @@ START_TEST(nested_trees)
 	evs_free(evs);
 	ck_assert_int_eq(fsnw_remove(w, outer), 0);
 	touch(root, "r/a/b/g");
-	n = collect(w, &evs, 16, 300);
+	n = collect_now(w, &evs, 16);
 	ck_assert_int_eq(n, 1);
 	ck_assert_int_ge(find_at(evs, n, inner, FSNW_CREATE, at(q, root, "r/link/b"), "g"), 0);
 	evs_free(evs);
@@ -861,7 +873,10 @@ static int mounts_child(const char *root)
 		}
 		snprintf(want[0], sizeof(want[0]), "%s/t/m", root);
 		snprintf(want[1], sizeof(want[1]), "%s/t/b", root);
-		while ((n = fsnw_read(w, ev, 16, 200)) > 0)
+		/* What the handle has now holds both files' events (the mknods
+		 * queued them before they returned); with FSNW_WATCH_ONE_FS the
+		 * tmpfs's must not come: an absence, waited for. */
+		while ((n = fsnw_read(w, ev, 16, one_fs ? 200 : 0)) > 0)
 			for (int i = 0; i < n; i++)
 				for (int k = 0; k < 2; k++)
 					got[k] += !strcmp(ev[i].path, want[k]);
@@ -901,7 +916,10 @@ START_TEST(root_removed_ends_tree)
 	at(r, root, "r");
 	wid = fsnw_add(w, r, FSNW_DELETE | FSNW_DELETE_SELF, FSNW_WATCH_TREE);
 	rm_rf(root, "r");
-	n = collect(w, &evs, 32, 300);
+	/* No directory of the tree is left for a sentinel: collect_now, for rm
+	 * has exited, and the kernel queued its events before its calls
+	 * returned. */
+	n = collect_now(w, &evs, 32);
 	dump_evs(evs, n);
 	/* Everything inside first, then the end of the tree. */
 	ck_assert_int_ge(find_at(evs, n, wid, FSNW_DELETE, at(p, r, "a/b"), "f"), 0);
@@ -1141,7 +1159,8 @@ START_TEST(random_workload_view_matches)
 			view_read(w, &seen, root, 0);
 		}
 	}
-	view_read(w, &seen, root, 200);
+	/* This thread's changes and rm's, which has exited: all queued now. */
+	view_read(w, &seen, root, 0);
 	real.n = 0;
 	listing(root, "", &real);
 	for (int i = 0; i < real.n; i++)

@@ -15,6 +15,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hardening.h"
@@ -55,7 +56,14 @@ static void tally_add(struct tally *c, const struct fsnw_event *ev)
 /* Far more than any case here makes: reads that never run dry are a failure. */
 #define EVENTS_MAX 100000
 
-/* Read for up to ms of quiet; returns how many events, or -errno. */
+/*
+ * Read until a read of ms finds nothing; returns how many events, or
+ * -errno. ms 0 reads what the handle has now: the sync point of
+ * collect_now for the child's own changes to files. (Not for a mount: a
+ * read looks at the mount table before it reads the kernel queue, and only
+ * once an earlier read found that queue empty.) A wait of ms > 0 asserts
+ * an absence.
+ */
 static int drain_for(struct fsnw *w, int ms, struct tally *c)
 {
 	struct fsnw_event ev[64];
@@ -72,6 +80,56 @@ static int drain_for(struct fsnw *w, int ms, struct tally *c)
 		total += n;
 	}
 	return n < 0 ? n : total;
+}
+
+static uint64_t ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/*
+ * One read that may sleep until what the trees wait for comes: the kernel
+ * queue, the trees' retry timer and the mount table all wake it. 0, or
+ * -ETIMEDOUT once deadline (ms_now's) has passed, or fsnw_read's error.
+ */
+static int read_waiting(struct fsnw *w, struct tally *c, uint64_t deadline)
+{
+	struct fsnw_event ev[64];
+	int n;
+
+	if (ms_now() >= deadline)
+		return -ETIMEDOUT;
+	n = fsnw_read(w, ev, 64, 100);
+	for (int i = 0; i < n; i++)
+		tally_add(c, &ev[i]);
+	return n < 0 ? n : 0;
+}
+
+/* Read until the handle holds `watches` kernel watches (the retries of
+ * walks that failed have run), then what it has now. */
+static int drain_until_watched(struct fsnw *w, uint64_t watches, struct tally *c)
+{
+	uint64_t deadline = ms_now() + SYNC_TIMEOUT_MS;
+	int ret = 0;
+
+	while (ret == 0 && child_stats(w).kernel_watches < watches)
+		ret = read_waiting(w, c, deadline);
+	return ret < 0 ? ret : drain_for(w, 0, c);
+}
+
+/* Read until c counts `overflows` FSNW_OVERFLOW events (a mount change
+ * has been seen), then what the handle has now. */
+static int drain_until_overflows(struct fsnw *w, int overflows, struct tally *c)
+{
+	uint64_t deadline = ms_now() + SYNC_TIMEOUT_MS;
+	int ret = 0;
+
+	while (ret == 0 && c->overflows < overflows)
+		ret = read_waiting(w, c, deadline);
+	return ret < 0 ? ret : drain_for(w, 0, c);
 }
 
 struct dirarg {
@@ -111,7 +169,7 @@ static int watch_limit_child(void *arg)
 		snprintf(name, sizeof(name), "n%d", i);
 		child_mkdir(dir, name);
 	}
-	CHILD_CHECK(drain_for(w, 200, &c) >= 0, "read");
+	CHILD_CHECK(drain_for(w, 0, &c) >= 0, "read");
 	CHILD_CHECK(c.creates == NEW_DIRS && c.overflows == 1 && c.reads == 0 && !c.strays,
 		    "creates %d overflows %d reads %d strays %d", c.creates, c.overflows, c.reads,
 		    c.strays);
@@ -119,7 +177,7 @@ static int watch_limit_child(void *arg)
 	CHILD_CHECK(st.kernel_watches == WATCHES, "kernel watches %llu",
 		    (unsigned long long)st.kernel_watches);
 	CHILD_CHECK(kernel_marks(w) == WATCHES, "the kernel holds %d", kernel_marks(w));
-	/* Quiet: nothing to read, again and again, and a timeout sleeps. */
+	/* Quiet, an absence: nothing to read, again and again; a timeout sleeps. */
 	for (int i = 0; i < 100; i++)
 		CHILD_CHECK(drain_for(w, 0, &c) == 0, "read %d returned events", i);
 	st = child_stats(w);
@@ -138,7 +196,7 @@ static int watch_limit_child(void *arg)
 		snprintf(p, sizeof(p), "%s/d%d", dir, i);
 		CHILD_CHECK(rmdir(p) == 0, "rmdir %s", p);
 	}
-	CHILD_CHECK(drain_for(w, 500, &c) >= 0, "read");
+	CHILD_CHECK(drain_until_watched(w, 1 + OLD_DIRS - 25 + NEW_DIRS, &c) >= 0, "read");
 	CHILD_CHECK(c.overflows == 2 && c.reads == 0, "overflows %d reads %d", c.overflows, c.reads);
 	st = child_stats(w);
 	CHILD_CHECK(st.kernel_watches == 1 + OLD_DIRS - 25 + NEW_DIRS, "kernel watches %llu",
@@ -149,7 +207,7 @@ static int watch_limit_child(void *arg)
 		child_touch(p, "late");
 	}
 	c.creates = 0;
-	CHILD_CHECK(drain_for(w, 300, &c) >= 0, "read");
+	CHILD_CHECK(drain_for(w, 0, &c) >= 0, "read");
 	CHILD_CHECK(c.creates == NEW_DIRS, "creates %d", c.creates);
 	fsnw_close(w);
 	return 0;
@@ -229,11 +287,12 @@ static int mounted_after_child(void *arg)
 	child_mkdir(m, "under");
 	c.wid = fsnw_add(w, t, FSNW_CREATE | FSNW_DELETE, FSNW_WATCH_TREE);
 	CHILD_CHECK(c.wid > 0, "tree add: %s", strerror(-c.wid));
-	/* A mount outside the tree is none of its business. */
+	/* A mount outside the tree is none of its business: an absence,
+	 * waited for. */
 	child_mount(dir, "outside");
 	CHILD_CHECK(drain_for(w, 100, &c) == 0, "%d events for a mount outside", c.events);
 	child_mount(t, "m");
-	CHILD_CHECK(drain_for(w, 200, &c) >= 0, "read");
+	CHILD_CHECK(drain_until_overflows(w, 1, &c) >= 0, "read");
 	CHILD_CHECK(c.overflows == 1, "overflows %d", c.overflows);
 	CHILD_CHECK(child_stats(w).overflows_mount == 1, "overflows_mount");
 	/* A fanotify tree marks the new filesystem. */
@@ -243,7 +302,7 @@ static int mounted_after_child(void *arg)
 	snprintf(p, sizeof(p), "%s/x", m);
 	c.name = "f";
 	child_touch(p, "f");
-	CHILD_CHECK(drain_for(w, 300, &c) >= 0, "read");
+	CHILD_CHECK(drain_for(w, 0, &c) >= 0, "read");
 	CHILD_CHECK(c.creates == 2 && c.found == 1 && !strcmp(c.where, p),
 		    "creates %d, f found %d at %s", c.creates, c.found, c.where);
 	CHILD_CHECK(!c.strays && !c.ignored, "strays %d ignored %d", c.strays, c.ignored);
@@ -280,7 +339,7 @@ static int unmounted_child(void *arg)
 		ret = umount2(m, MNT_DETACH);
 	}
 	CHILD_CHECK(ret == 0, "umount: %s", strerror(errno));
-	CHILD_CHECK(drain_for(w, 200, &c) >= 0, "read");
+	CHILD_CHECK(drain_until_overflows(w, 1, &c) >= 0, "read");
 	CHILD_CHECK(c.overflows == 1 && !c.ignored, "overflows %d ignored %d", c.overflows,
 		    c.ignored);
 	CHILD_CHECK(child_stats(w).overflows_mount == 1, "overflows_mount");
@@ -289,7 +348,7 @@ static int unmounted_child(void *arg)
 		    (unsigned long long)child_stats(w).kernel_watches);
 	c.name = "after";
 	child_touch(m, "after");
-	CHILD_CHECK(drain_for(w, 300, &c) >= 0, "read");
+	CHILD_CHECK(drain_for(w, 0, &c) >= 0, "read");
 	CHILD_CHECK(c.found == 1 && !strcmp(c.where, m), "after found %d at %s", c.found, c.where);
 	CHILD_CHECK(!c.strays, "strays %d", c.strays);
 	fsnw_close(w);
@@ -319,13 +378,14 @@ static int bind_child(void *arg)
 	CHILD_CHECK(mount(a, b, "none", MS_BIND, NULL) == 0, "bind: %s", strerror(errno));
 	c.wid = fsnw_add(w, dir, FSNW_ALL_EVENTS, FSNW_WATCH_TREE);
 	CHILD_CHECK(c.wid > 0, "tree add: %s", strerror(-c.wid));
+	/* An absence, waited for: the add's reads make no event. */
 	CHILD_CHECK(drain_for(w, 100, &c) == 0, "%d events after an idle add (%d reads)", c.events,
 		    c.reads);
 	CHILD_CHECK(!walks() || child_stats(w).kernel_watches == 4, /* dir, a, s1, s2 */
 		    "kernel watches %llu", (unsigned long long)child_stats(w).kernel_watches);
 	c.name = "x";
 	child_touch(b, "x");
-	CHILD_CHECK(drain_for(w, 300, &c) >= 0, "read");
+	CHILD_CHECK(drain_for(w, 0, &c) >= 0, "read");
 	CHILD_CHECK(c.found == (walks() ? 2 : 1) && (!strcmp(c.where, a) || !strcmp(c.where, b)),
 		    "x found %d at %s", c.found, c.where);
 	fsnw_close(w);

@@ -63,9 +63,21 @@ stop() {
 	wait_exit "$1"
 }
 
+# pause: the next sleep of a polling loop that set `local PAUSE_MS=5`:
+# 5 ms, doubled each time up to 50 ms. What a loop waits for is most often
+# there within a few milliseconds (a line a program prints as it reads, a
+# process that exits on a signal): a first look soon costs a fork or two,
+# and a slow one is still looked at only 20 times a second.
+pause() {
+	local s
+	printf -v s '0.%03d' "$PAUSE_MS"
+	sleep "$s"
+	PAUSE_MS=$((PAUSE_MS < 25 ? PAUSE_MS * 2 : 50))
+}
+
 # wait_for FILE ERE: until a line of FILE matches, or fail after WAIT_LIMIT.
 wait_for() {
-	local file=$1 re=$2 end=$((SECONDS + WAIT_LIMIT))
+	local file=$1 re=$2 end=$((SECONDS + WAIT_LIMIT)) PAUSE_MS=5
 	# Bytes, not characters: names need not be UTF-8.
 	while ! LC_ALL=C grep -Eq -- "$re" "$file" 2>/dev/null; do
 		if ((SECONDS >= end)); then
@@ -73,18 +85,18 @@ wait_for() {
 			tail -n 20 "$file" >&2
 			fail "timed out waiting for /$re/ in $file"
 		fi
-		sleep 0.05
+		pause
 	done
 }
 
 # usr1_until PID FILE ERE: ask PID for its table (SIGUSR1) until FILE has a
 # line that matches ERE, or fail after WAIT_LIMIT.
 usr1_until() {
-	local end=$((SECONDS + WAIT_LIMIT))
+	local end=$((SECONDS + WAIT_LIMIT)) PAUSE_MS=5
 	until grep -Eq -- "$3" "$2" 2>/dev/null; do
 		((SECONDS < end)) || fail "timed out waiting for /$3/ in $2"
 		kill -USR1 "$1"
-		sleep 0.05
+		pause
 	done
 }
 
@@ -103,13 +115,13 @@ ere_quote() {
 
 # wait_exit PID: its exit status, or fail when it does not end in WAIT_LIMIT.
 wait_exit() {
-	local pid=$1 end=$((SECONDS + WAIT_LIMIT)) stat
+	local pid=$1 end=$((SECONDS + WAIT_LIMIT)) stat PAUSE_MS=5
 	while kill -0 "$pid" 2>/dev/null; do
 		# A child that has exited stays a zombie until wait: that is done.
 		read -r _ _ stat _ 2>/dev/null <"/proc/$pid/stat" || break
 		[ "$stat" = Z ] && break
 		((SECONDS >= end)) && fail "process $pid did not exit"
-		sleep 0.05
+		pause
 	done
 	wait "$pid"
 }

@@ -91,7 +91,7 @@ unset IW_LINES FW_LINES
 # wants an -o file that exists; it is probed until it hears.
 # writer FILE: the pid of the process whose standard output is FILE.
 writer() {
-	local p end=$((SECONDS + WAIT_LIMIT))
+	local p end=$((SECONDS + WAIT_LIMIT)) PAUSE_MS=5
 	while ((SECONDS < end)); do
 		for p in /proc/[0-9]*; do
 			if [ "$p/fd/1" -ef "$1" ]; then
@@ -99,17 +99,19 @@ writer() {
 				return 0
 			fi
 		done
-		sleep 0.05
+		pause
 	done
 	return 1
 }
 
-# gone PID: until the process (not a child of ours) has exited.
+# gone PID: until the process (not a child of ours) has exited. A zombie
+# has: it waits for whoever adopted it (init, which may reap it seconds
+# later) to reap it.
 gone() {
-	local end=$((SECONDS + WAIT_LIMIT))
-	while [ -e "/proc/$1" ]; do
+	local end=$((SECONDS + WAIT_LIMIT)) stat PAUSE_MS=5
+	while read -r _ _ stat _ 2>/dev/null <"/proc/$1/stat" && [ "$stat" != Z ]; do
 		((SECONDS < end)) || fail "process $1 did not exit"
-		sleep 0.05
+		pause
 	done
 }
 
@@ -172,6 +174,7 @@ start IW "$TMP/t.iw.out" "$TMP/t.iw.err" inotifywait -t -1 "$W"
 start FW "$TMP/t.fw.out" "$TMP/t.fw.err" "$FSNW_WAIT" -t -1 "$W"
 wait_for "$TMP/t.iw.err" '^Watches established\.$'
 wait_for "$TMP/t.fw.err" '^Watches established\.$'
+# An absence, waited for: -t -1 does not end the wait, here for 1.2 s.
 sleep 1.2
 kill -0 "$FW" 2>/dev/null || fail "-t -1 ended without an event"
 touch "$W/late"

@@ -55,7 +55,13 @@ echo "iw-missing $?" >>"$TMP/status"
 echo "fw-stats $?" >>"$TMP/status"
 "$FSNW_WAIT" -d -o "$TMP/d.log" "$W" >>"$TMP/fw.out" 2>>"$TMP/fw.err"
 echo "fw-daemon $?" >>"$TMP/status"
-sleep 0.3 # the daemon's messages were sent before its parent returned
+# The daemon's messages were sent before its parent returned: until the
+# listener has written its "Watches established." (the first run's is the
+# other), or 60 s.
+for ((i = 0; i < 6000; i++)); do
+	[ "$(grep -c 'fsnw-wait\[[0-9]*\]: Watches established' "$TMP/log")" -ge 2 ] && break
+	sleep 0.01
+done
 EOF
 
 PID=$(grep -F ' fsnw-wait[' "$TMP/log" | tail -n 1 | sed -E 's/.*\[([0-9]+)\].*/\1/')

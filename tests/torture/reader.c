@@ -109,10 +109,17 @@ static void *run(void *arg)
 	while (!rd->stop) {
 		size_t max = 1 + rng_below(&rd->r, rd->max_batch);
 		bool settled;
-		int n, ret = 0;
+		int n, ret = 0, timeout = 20;
 
+		/* Reads sleep for events, as a daemon's do; but once the
+		 * sentinel the driver waits for is applied, the driver makes no
+		 * change until it is synced, and the kernel holds every event
+		 * older than the sentinel: a read that does not sleep and finds
+		 * nothing has read them all (collect_now's sync point). */
+		if (rd->seen >= rd->want && rd->want > rd->synced)
+			timeout = 0;
 		pthread_mutex_unlock(&rd->mu);
-		n = fsnw_read(rd->w, ev, max, 20);
+		n = fsnw_read(rd->w, ev, max, timeout);
 		pthread_mutex_lock(&rd->mu);
 		if (n < 0) {
 			rd->err = n;
