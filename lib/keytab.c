@@ -80,6 +80,7 @@ int keytab_grow(struct keytab *t, size_t more)
 void keytab_insert(struct keytab *t, uint32_t tag, void *val)
 {
 	assert(tag && val && t->count < t->mask);
+	keytab_prefetch_next(t, tag);
 	place(t, tag, val);
 	t->count++;
 }

@@ -638,7 +638,6 @@ static void link_unlink(struct fsnw *w, struct link *l)
 		}
 	}
 	list_del(&l->knode);
-	list_del(&l->wnode);
 	l->kw->nlinks--;
 	l->watch->nlinks--;
 	link_free(&w->kwatches, l);
@@ -764,7 +763,6 @@ static int link_kwatch(struct fsnw *w, struct watch *lw, struct kwatch *kw, bool
 		t->npending++;
 	}
 	list_add_tail(&l->knode, &kw->links);
-	list_add_tail(&l->wnode, &lw->links);
 	kw->nlinks++;
 	lw->nlinks++;
 	return 0;

@@ -5,8 +5,10 @@
  * record, or a slab's unused tail, as memory nobody may touch: a use after
  * free or an overrun into the next record is reported as with malloc, and
  * memcheck's leak check counts live records. Where neither checker is
- * built in, these are empty. A memcheck client request costs a few
- * instructions when the program does not run under valgrind.
+ * built in, these are empty. memcheck's requests are made only where the
+ * process runs under valgrind (mem_check_on, read once at load): a client
+ * request is a dozen instructions and stores even where nobody answers
+ * it, and a record taken and given back makes five of them.
  */
 #ifndef FSNW_MEM_CHECK_H
 #define FSNW_MEM_CHECK_H
@@ -39,14 +41,23 @@
 #endif
 
 #if defined(FSNW_MEMCHECK)
+#include <stdbool.h>
+
+#include "compiler.h"
+
+/* Whether the process runs under valgrind (mem.c sets it at load). */
+extern bool mem_check_on;
+#define MEM_CHECK(request) do { if (unlikely(mem_check_on)) request; } while (0)
+
 /* Unaddressable (a new slab's records). */
-#define mem_check_noaccess(p, n) ((void)VALGRIND_MAKE_MEM_NOACCESS((p), (n)))
+#define mem_check_noaccess(p, n) MEM_CHECK((void)VALGRIND_MAKE_MEM_NOACCESS((p), (n)))
 /* A record handed out: a heap block, undefined. */
-#define mem_check_block(p, n) VALGRIND_MALLOCLIKE_BLOCK((p), (n), 0, 0)
+#define mem_check_block(p, n) MEM_CHECK(VALGRIND_MALLOCLIKE_BLOCK((p), (n), 0, 0))
 /* A record given back: freed, unaddressable. */
-#define mem_check_unblock(p, n) do { (void)(n); VALGRIND_FREELIKE_BLOCK((p), 0); } while (0)
+#define mem_check_unblock(p, n) \
+	do { (void)(n); MEM_CHECK(VALGRIND_FREELIKE_BLOCK((p), 0)); } while (0)
 /* The free-list link in a free record, read or written by the cache itself. */
-#define mem_check_open(p, n) ((void)VALGRIND_MAKE_MEM_DEFINED((p), (n)))
+#define mem_check_open(p, n) MEM_CHECK((void)VALGRIND_MAKE_MEM_DEFINED((p), (n)))
 /* memcheck forgets an unmapped region itself. */
 #define mem_check_unmap(p, n) ((void)(p), (void)(n))
 #elif !defined(FSNW_ASAN)

@@ -36,6 +36,17 @@ static int should_fail(void)
 	return 0;
 }
 
+#if defined(FSNW_MEMCHECK)
+bool mem_check_on;
+
+/* Before any handle exists, and valgrind, if it runs us, ran us from the
+ * start: the answer holds for the life of the process. */
+__attribute__((constructor)) static void mem_check_init(void)
+{
+	mem_check_on = RUNNING_ON_VALGRIND;
+}
+#endif
+
 void *mem_alloc(size_t size)
 {
 	return should_fail() ? NULL : malloc(size);

@@ -95,6 +95,11 @@ static inline void *mem_cache_alloc(struct mem_cache *c)
 	if (likely(p)) {
 		mem_check_open(p, sizeof(void *));
 		memcpy(&c->free, p, sizeof(void *));
+		/* The next take reads the link in the next free record, which
+		 * was freed as long ago as this one and is out of cache: after
+		 * an add's syscall, a miss to memory that take would wait for.
+		 * It is fetched now, while the caller goes on. */
+		__builtin_prefetch(c->free, 1);
 	} else if (likely(c->fresh != c->fresh_end)) {
 		p = c->fresh;
 		c->fresh += c->size;

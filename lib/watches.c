@@ -148,7 +148,6 @@ static struct watch *watch_new(struct watches *t, const char *path, size_t len, 
 	lw->mask = mask;
 	lw->flags = flags;
 	lw->adding = true;
-	list_init(&lw->links);
 	lw->qo.wid = next_free_wid(t);
 	keytab_insert(&t->by_wid, keytab_tag((uint32_t)lw->qo.wid), lw);
 	return lw;
@@ -180,14 +179,10 @@ static void watch_release(struct fsnw *w, struct watch *lw)
 
 static void detach_all(struct fsnw *w, struct watch *lw, bool park)
 {
-	struct list *pos, *tmp;
-
-	if (lw->tree) {
+	if (lw->tree)
 		tree_remove(w, lw, park);
-		return;
-	}
-	list_for_each_safe(pos, tmp, &lw->links)
-		kwatch_detach(w, list_entry(pos, struct link, wnode), park);
+	else if (lw->nlinks)
+		kwatch_detach(w, &lw->own, park);
 }
 
 /* Detach a logical watch from the kernel, drop what it has queued, free it. */
@@ -335,14 +330,10 @@ int watches_remove(struct fsnw *w, int wid)
 
 void watches_undo(struct fsnw *w, struct watch *lw)
 {
-	struct list *pos, *tmp;
-
-	if (lw->tree) {
+	if (lw->tree)
 		tree_undo(w, lw);
-	} else {
-		list_for_each_safe(pos, tmp, &lw->links)
-			kwatch_undo(w, list_entry(pos, struct link, wnode));
-	}
+	else if (lw->nlinks)
+		kwatch_undo(w, &lw->own);
 	queue_purge(w->q, &lw->qo);
 	watch_release(w, lw);
 }

@@ -35,8 +35,9 @@ struct tdir;
 
 /*
  * The join of a logical watch and a kernel watch. kwatch.c makes and frees
- * links and keeps watch, kw, knode, wnode, pnode, active and origin; the
- * field marked "tree" is the tree modules'.
+ * links and keeps watch, kw, knode, pnode, active and origin; the field
+ * marked "tree" is the tree modules'. A plain watch's one link is its own
+ * (watch.own); a tree's links are the tree's to find (tree_remove, tree_undo).
  */
 struct link {
 	/* What an event's routing reads first (route.c's sole_link, the tree
@@ -49,7 +50,6 @@ struct link {
 	bool embedded;       /* the watch's own link (plain watches): not freed alone */
 	struct kwatch *kw;
 	struct strref *path; /* reported as fsnw_event.path (a tree renames it) */
-	struct list wnode;   /* in watch->links */
 	struct list pnode;   /* in the table's pending list while pending */
 };
 
@@ -64,9 +64,8 @@ struct watch {
 	uint32_t mask;       /* FSNW_ALL_EVENTS bits the caller asked for */
 	uint32_t flags;      /* FSNW_WATCH_* */
 	struct strref *path; /* as the caller gave it */
-	struct list links;   /* struct link.wnode */
 	struct tree *tree;   /* set for FSNW_WATCH_TREE */
-	uint32_t nlinks;
+	uint32_t nlinks;     /* a plain watch: 1 while attached through own */
 	/* Gone in the kernel (or oneshot fired): FSNW_IGNORED is queued and the
 	 * wid is held until the caller reads it, so it cannot be reused under
 	 * events still waiting for the old watch. */
