@@ -261,6 +261,24 @@ tree_lane_run(struct drain *d, struct inotify_rec *rec, const unsigned char *p,
 }
 
 /*
+ * The first record of a decode opens the lane itself (route_lane_begin),
+ * where route_one would open it only after routing the record: the record
+ * then takes the lane as those after it do. A reader that keeps up reads
+ * a few records a wakeup, and the first of them would cost a route_event
+ * and a deferred push more than the rest together.
+ */
+static void begin_lane(struct drain *d, const struct inotify_rec *rec)
+{
+	struct fsnw *w = d->w;
+
+	/* route_one's conditions for opening the lane into the array. */
+	if (!d->direct || (d->flags & DRAIN_COMPLETE) || !d->room)
+		return;
+	if (route_lane_begin(w, rec->wd, rec->mask, rec->name, &d->lane))
+		d->ql_open = queue_lane_open(w->q, d->lane.owner, d->lane.path, &d->ql);
+}
+
+/*
  * The records of an inotify read: runs of the lane's watch through
  * lane_run, or of the lane's tree through tree_lane_run, every other
  * record through route_one, which may open the lane.
@@ -271,7 +289,10 @@ static void route_inotify(struct drain *d, const unsigned char *buf, size_t len)
 	struct inotify_rec rec;
 	struct kevent ev;
 
-	while (inotify_rec_parse(p, end, &rec)) {
+	if (!inotify_rec_parse(p, end, &rec))
+		return;
+	begin_lane(d, &rec);
+	do {
 		if (d->ql_open && d->lane.tree) {
 			const unsigned char *at = p;
 			bool full;
@@ -305,7 +326,7 @@ static void route_inotify(struct drain *d, const unsigned char *buf, size_t len)
 		if (!route_one(d, &ev))
 			return;
 		p = rec.next;
-	}
+	} while (inotify_rec_parse(p, end, &rec));
 }
 
 /* Route the buffered records; false if some stay for later. */
