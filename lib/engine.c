@@ -479,9 +479,14 @@ static int drain_run(struct drain *d)
 		}
 		kwatch_queue_emptied(&w->kwatches);
 		ring_drained(w);
-		route_settle(w);
+		/* A reader that keeps up drains this way each wakeup, with no
+		 * link pending and no tree busy: settling, and ending trees,
+		 * would find nothing to do then. */
+		if (w->kwatches.npending || trees_busy(&w->trees))
+			route_settle(w);
 		more = trees_after_drain(w, retry);
-		route_end_trees(w);
+		if (trees_busy(&w->trees))
+			route_end_trees(w);
 		if (!more)
 			break;
 		/* The walks made events (and maybe pending links) of their own. */
