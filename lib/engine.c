@@ -104,6 +104,28 @@ struct drain {
 	bool ql_open;
 };
 
+/*
+ * A drain set up to begin: every field but the lane's state, which the
+ * decode that opens the lane sets (ql only counts while ql_open). Not an
+ * initializer: that would clear the lane, the most of the struct, on every
+ * read.
+ */
+static void drain_init(struct drain *d, struct fsnw *w, unsigned flags, size_t want)
+{
+	d->w = w;
+	d->flags = flags;
+	d->direct = false;
+	d->want = want;
+	d->enough = false;
+	d->reconcile = false;
+	d->stop = false;
+	d->consumed = 0;
+	d->room = 0;
+	d->lane.kw = NULL;
+	d->lane.tree = NULL;
+	d->ql_open = false;
+}
+
 static void close_lane(struct drain *d)
 {
 	if (!d->ql_open)
@@ -503,8 +525,9 @@ static int drain_run(struct drain *d)
 
 int engine_drain(struct fsnw *w, unsigned flags)
 {
-	struct drain d = { .w = w, .flags = flags };
+	struct drain d;
 
+	drain_init(&d, w, flags, 0);
 	return drain_run(&d);
 }
 
@@ -619,7 +642,10 @@ static void sync_wakers(struct fsnw *w)
 {
 	struct engine *e = &w->engine;
 
-	sync_ready(w);
+	/* sync_ready's own test, before the call: every call ends here, and
+	 * one that reads with fsnw_read alone has nobody to see the eventfd. */
+	if (e->epfd >= 0 || e->sleepers)
+		sync_ready(w);
 	/* No tree has ever had a retry or a mount table: nothing to do (the
 	 * common case, checked here as every call ends with it). */
 	if (unlikely(e->timerfd >= 0 || trees_retry_due(&w->trees)))
@@ -681,11 +707,12 @@ static struct pass collect(struct fsnw *w, struct fsnw_event *evs, size_t max, b
 			   bool woke)
 {
 	struct engine *e = &w->engine;
-	struct drain d = { .w = w, .flags = DRAIN_TIMED, .want = max };
+	struct drain d;
 	struct pass ps = { 0 };
 	size_t reap_from = 0;
 	int ret = 0;
 
+	drain_init(&d, w, DRAIN_TIMED, max);
 	queue_release_delivered(w->q);
 	if (unlikely(mounts_look(w, may_sleep))) {
 		e->mounts_due = false;
