@@ -105,10 +105,10 @@ struct drain {
 };
 
 /*
- * A drain set up to begin: every field but the lane's state, which the
- * decode that opens the lane sets (ql only counts while ql_open). Not an
- * initializer: that would clear the lane, the most of the struct, on every
- * read.
+ * A drain set up to begin: every field but the lane's, which the decode
+ * that opens the lane sets (ql counts only while ql_open). Not an
+ * initializer, which would clear the lane's copy, most of the struct, on
+ * every read.
  */
 static void drain_init(struct drain *d, struct fsnw *w, unsigned flags, size_t want)
 {
