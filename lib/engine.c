@@ -104,6 +104,28 @@ struct drain {
 	bool ql_open;
 };
 
+/*
+ * A drain set up to begin: every field but the lane's, which the decode
+ * that opens the lane sets (ql counts only while ql_open). Not an
+ * initializer, which would clear the lane's copy, most of the struct, on
+ * every read.
+ */
+static void drain_init(struct drain *d, struct fsnw *w, unsigned flags, size_t want)
+{
+	d->w = w;
+	d->flags = flags;
+	d->direct = false;
+	d->want = want;
+	d->enough = false;
+	d->reconcile = false;
+	d->stop = false;
+	d->consumed = 0;
+	d->room = 0;
+	d->lane.kw = NULL;
+	d->lane.tree = NULL;
+	d->ql_open = false;
+}
+
 static void close_lane(struct drain *d)
 {
 	if (!d->ql_open)
@@ -213,13 +235,17 @@ static unsigned warm_records(struct fsnw *w, const unsigned char *p, const unsig
  * routing would only push them (route_tree_lane_path) go into the array
  * with their directory's path, until one is not such a record or refused.
  * Their kernel watches are looked up ROUTE_WARM_MAX records at a time.
+ * The lane stays in the drain, not copied into locals: the check of each
+ * record is a call, across which the copy would not stay in registers
+ * anyway, and a wakeup's run of a record or two paid more for the copy in
+ * and out than the loop saved.
  */
 static __attribute__((noinline)) const unsigned char *
 tree_lane_run(struct drain *d, struct inotify_rec *rec, const unsigned char *p,
 	      const unsigned char *end, bool *full)
 {
 	struct fsnw *w = d->w;
-	struct queue_lane ql = d->ql;
+	struct queue_lane *ql = &d->ql;
 	struct inotify_rec r = *rec;
 	uint32_t pass = d->lane.pass;
 	uint64_t taken = 0;
@@ -241,13 +267,13 @@ tree_lane_run(struct drain *d, struct inotify_rec *rec, const unsigned char *p,
 		if (!path)
 			break;
 		if (mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT)) {
-			queue_lane_repath(&ql, path);
-			if (!queue_lane_push(&ql, mask, r.cookie, r.name, r.namelen))
+			queue_lane_repath(ql, path);
+			if (!queue_lane_push(ql, mask, r.cookie, r.name, r.namelen))
 				break;
 		}
 		taken++;
 		p = r.next;
-		if (queue_lane_full(&ql)) {
+		if (queue_lane_full(ql)) {
 			*full = true;
 			break;
 		}
@@ -255,9 +281,26 @@ tree_lane_run(struct drain *d, struct inotify_rec *rec, const unsigned char *p,
 			break;
 	}
 	*rec = r;
-	d->ql = ql;
 	w->st.events_read += taken;
 	return p;
+}
+
+/*
+ * The first record of a decode opens the lane itself (route_lane_begin),
+ * where route_one would open it only after routing the record: the record
+ * then takes the lane as those after it do. A reader that keeps up reads
+ * a few records a wakeup, and the first of them would cost a route_event
+ * and a deferred push more than the rest together.
+ */
+static void begin_lane(struct drain *d, const struct inotify_rec *rec)
+{
+	struct fsnw *w = d->w;
+
+	/* route_one's conditions for opening the lane into the array. */
+	if (!d->direct || (d->flags & DRAIN_COMPLETE) || !d->room)
+		return;
+	if (route_lane_begin(w, rec->wd, rec->mask, rec->name, &d->lane))
+		d->ql_open = queue_lane_open(w->q, d->lane.owner, d->lane.path, &d->ql);
 }
 
 /*
@@ -271,7 +314,10 @@ static void route_inotify(struct drain *d, const unsigned char *buf, size_t len)
 	struct inotify_rec rec;
 	struct kevent ev;
 
-	while (inotify_rec_parse(p, end, &rec)) {
+	if (!inotify_rec_parse(p, end, &rec))
+		return;
+	begin_lane(d, &rec);
+	do {
 		if (d->ql_open && d->lane.tree) {
 			const unsigned char *at = p;
 			bool full;
@@ -305,7 +351,7 @@ static void route_inotify(struct drain *d, const unsigned char *buf, size_t len)
 		if (!route_one(d, &ev))
 			return;
 		p = rec.next;
-	}
+	} while (inotify_rec_parse(p, end, &rec));
 }
 
 /* Route the buffered records; false if some stay for later. */
@@ -458,9 +504,14 @@ static int drain_run(struct drain *d)
 		}
 		kwatch_queue_emptied(&w->kwatches);
 		ring_drained(w);
-		route_settle(w);
+		/* A reader that keeps up drains this way each wakeup, with no
+		 * link pending and no tree busy: settling, and ending trees,
+		 * would find nothing to do then. */
+		if (w->kwatches.npending || trees_busy(&w->trees))
+			route_settle(w);
 		more = trees_after_drain(w, retry);
-		route_end_trees(w);
+		if (trees_busy(&w->trees))
+			route_end_trees(w);
 		if (!more)
 			break;
 		/* The walks made events (and maybe pending links) of their own. */
@@ -474,8 +525,9 @@ static int drain_run(struct drain *d)
 
 int engine_drain(struct fsnw *w, unsigned flags)
 {
-	struct drain d = { .w = w, .flags = flags };
+	struct drain d;
 
+	drain_init(&d, w, flags, 0);
 	return drain_run(&d);
 }
 
@@ -590,7 +642,10 @@ static void sync_wakers(struct fsnw *w)
 {
 	struct engine *e = &w->engine;
 
-	sync_ready(w);
+	/* sync_ready's own test, before the call: every call ends here, and
+	 * one that reads with fsnw_read alone has nobody to see the eventfd. */
+	if (e->epfd >= 0 || e->sleepers)
+		sync_ready(w);
 	/* No tree has ever had a retry or a mount table: nothing to do (the
 	 * common case, checked here as every call ends with it). */
 	if (unlikely(e->timerfd >= 0 || trees_retry_due(&w->trees)))
@@ -652,11 +707,12 @@ static struct pass collect(struct fsnw *w, struct fsnw_event *evs, size_t max, b
 			   bool woke)
 {
 	struct engine *e = &w->engine;
-	struct drain d = { .w = w, .flags = DRAIN_TIMED, .want = max };
+	struct drain d;
 	struct pass ps = { 0 };
 	size_t reap_from = 0;
 	int ret = 0;
 
+	drain_init(&d, w, DRAIN_TIMED, max);
 	queue_release_delivered(w->q);
 	if (unlikely(mounts_look(w, may_sleep))) {
 		e->mounts_due = false;

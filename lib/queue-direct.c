@@ -192,19 +192,20 @@ void queue_lane_close(struct queue *q, struct queue_lane *ln)
 bool queue_direct_begin(struct queue *q, struct fsnw_event *evs, size_t max)
 {
 	struct direct *d = &q->d;
-	uint32_t tsize = 2;
+	uint32_t tsize;
 
 	queue_flush(q);
 	if (d->on || d->lent || q->waiting || q->overflow_pending || !max)
 		return false;
 	if (max > QUEUE_DIRECT_MAX)
 		max = QUEUE_DIRECT_MAX;
-	/* The index at most half full. Every event with a new name probes it
-	 * at a random slot, and on a read of cold records (events spread over
-	 * a tree, read after a sleep) each line it spans is a miss: a smaller
-	 * index misses on fewer lines than a sparser one saves on probes. */
-	while (tsize < 2 * max && tsize < DTAB_SLOTS_MAX)
-		tsize *= 2;
+	/* The index at most half full: the least power of two at or above
+	 * 2 * max (within DTAB_SLOTS_MAX, as max is). Every event with a new
+	 * name probes it at a random slot, and on a read of cold records
+	 * (events spread over a tree, read after a sleep) each line it spans
+	 * is a miss: a smaller index misses on fewer lines than a sparser one
+	 * saves on probes. */
+	tsize = max == 1 ? 2 : 2u << (32 - __builtin_clz((uint32_t)max - 1));
 	if (max > d->cap) {
 		struct dmeta *meta = mem_alloc(max * sizeof(*meta));
 		struct strref **held = mem_alloc(max * sizeof(*held));

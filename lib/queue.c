@@ -11,6 +11,7 @@
  * batch (queue_flush) can prefetch what each push will touch before it
  * does any of them.
  */
+#include <assert.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -505,15 +506,14 @@ enum queue_result queue_push(struct queue *q, struct qowner *owner, struct strre
  * (nothing waiting behind it) the pushes go at once: its index is small
  * and in cache, with nothing to prefetch.
  */
-void queue_flush(struct queue *q)
+void queue_flush_batch(struct queue *q)
 {
 	uint32_t n = q->deferred.n;
 	unsigned flags = q->d.on && q->d.lend_names ? PUSH_LENT_NAME : 0;
 	bool hashed = false;
 	size_t ahead = 0;
 
-	if (!n)
-		return;
+	assert(n);
 	q->deferred.n = 0;
 	if (!q->merge || (q->d.on && !q->waiting))
 		goto push;

@@ -101,7 +101,8 @@ enum queue_result queue_push(struct queue *q, struct qowner *owner, struct strre
 			     uint32_t mask, uint32_t cookie, const char *name, size_t namelen,
 			     unsigned flags);
 
-void queue_flush(struct queue *q);
+/* The deferred pushes, as a batch (queue_flush when some wait). */
+void queue_flush_batch(struct queue *q);
 
 /* A deferred push. The batch opens struct queue, so deferring is a few
  * stores, not a call (it is done per event and per watch). */
@@ -119,6 +120,16 @@ struct queue_deferred {
 	uint32_t n;
 	struct queue_pend p[QUEUE_BATCH];
 };
+
+/*
+ * Handle every deferred push, in order. Every queue call starts with it,
+ * and most find none deferred: the check is inline, a load and a branch.
+ */
+static inline void queue_flush(struct queue *q)
+{
+	if (((const struct queue_deferred *)(const void *)q)->n)
+		queue_flush_batch(q);
+}
 
 /*
  * queue_push without its result, for a batch: owner (not NULL), path and

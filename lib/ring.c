@@ -289,9 +289,12 @@ void ring_drained(struct fsnw *w)
 
 	/* A completion now may be for an event after the drain's last read;
 	 * consuming it is safe all the same, as the next look arms the poll
-	 * again, which sees the queue as it is then. */
+	 * again, which sees the queue as it is then. A ring not armed has
+	 * nothing to say (reap): what it holds is stale, and its next arm
+	 * takes it. A reader that keeps up finds its ring so each drain. */
 	for (unsigned i = 0; rs && i < rs->n; i++)
-		(void)reap(rs->r[i]);
+		if (rs->r[i]->armed)
+			(void)reap(rs->r[i]);
 }
 
 #else /* !FSNW_HAVE_IO_URING */

@@ -228,6 +228,28 @@ static void open_lane(struct route_lane *lane, struct kwatch *kw, struct link *l
 	lane->pass = lw->mask | FSNW_ISDIR | FSNW_UNMOUNT;
 }
 
+bool route_lane_begin(struct fsnw *w, int wd, uint32_t mask, const char *name,
+		      struct route_lane *lane)
+{
+	struct kwatch *kw;
+	struct link *l;
+	struct strref *tpath = NULL;
+
+	lane->kw = NULL;
+	lane->tree = NULL;
+	/* route_event's tests for a push of a live kernel watch's event. */
+	if (mask & (FSNW_IGNORED | FSNW_OVERFLOW))
+		return false;
+	kw = kwatch_find_hot(&w->kwatches, (const unsigned char *)&wd, sizeof(wd));
+	if (!kw || kw->dropped || kw->fsmark)
+		return false;
+	l = lane_link(w, kw);
+	if (!l && (tpath = tree_lane_path(w, kw, NULL, mask, name)))
+		l = sole_link(w, kw);
+	open_lane(lane, kw, l, tpath);
+	return l != NULL;
+}
+
 unsigned route_event(struct fsnw *w, const struct kevent *ev, struct route_lane *lane)
 {
 	struct kwatch *kw;

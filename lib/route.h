@@ -10,6 +10,7 @@
 #ifndef FSNW_ROUTE_H
 #define FSNW_ROUTE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "backend.h"
@@ -29,7 +30,8 @@ struct fsnw;
  * a direct read's array (queue-lane.h) instead of routing each. route_event
  * opens it after an event for which all routing does is one push, and
  * closes it on every other event, so the lane never outlives what it
- * caches. Its life is one decode: it starts closed. Two kinds:
+ * caches; route_lane_begin opens it before such an event, which takes it
+ * too. Its life is one decode: it starts closed. Two kinds:
  *   plain (kw set)   one plain watch's records: its kernel watch's only
  *                    link is an active plain watch (not oneshot, no
  *                    fanotify tree about);
@@ -48,6 +50,16 @@ struct route_lane {
 
 /* Route ev; lane: the decode's (route_event closes it, and may open it). */
 unsigned route_event(struct fsnw *w, const struct kevent *ev, struct route_lane *lane);
+
+/*
+ * Open the lane at an inotify record (wd, mask, name) that is not routed
+ * yet, where route_event would open it after routing the record: true if
+ * the record's routing would only push it for the lane's watch, so that
+ * it takes the lane too (the plain lane's or the tree lane's check still
+ * decides). False: the lane stays closed and the record is routed.
+ */
+bool route_lane_begin(struct fsnw *w, int wd, uint32_t mask, const char *name,
+		      struct route_lane *lane);
 
 /*
  * The tree lane's check of an inotify record (mask, name) whose kernel

@@ -343,6 +343,37 @@ static void sweep_limbo(struct fsnw *w, struct tree *t)
 	}
 }
 
+/* Kernel watches freed so far: a retry of all that wait is due once more go. */
+static void note_freed(struct fsnw *w)
+{
+	w->trees.freed_seen = w->kwatches.unmarks + w->st.kernel_drops;
+}
+
+/*
+ * Whether trees_after_drain has nothing to do but note the drain: no walk
+ * window open (nor a step's listings in it), no walk due, no walked tree
+ * holding a MOVED_FROM, a directory that waits or one in limbo, and no
+ * fanotify tree about, nor anything one left for fantrees_after_drain.
+ * The usual drain of a reader that keeps up, after every wakeup.
+ */
+static bool after_drain_idle(const struct trees *ts)
+{
+	const struct fantrees *ft = &ts->fan;
+	const struct list *pos;
+
+	if (ts->window_open || ts->nwork || !list_empty(&ts->stepped))
+		return false;
+	if (!list_empty(&ft->all) || fantrees_busy(ft) || ft->drain_again || ft->journal.count)
+		return false;
+	for (pos = ts->all.next; pos != &ts->all; pos = pos->next) {
+		const struct tree *t = list_entry(pos, struct tree, node);
+
+		if (t->from || !list_empty(&t->waiting) || !list_empty(&t->limbo))
+			return false;
+	}
+	return true;
+}
+
 bool trees_after_drain(struct fsnw *w, bool retry)
 {
 	struct trees *ts = &w->trees;
@@ -350,6 +381,11 @@ bool trees_after_drain(struct fsnw *w, bool retry)
 	bool walked, stepped = false;
 	struct list *pos;
 
+	if (after_drain_idle(ts)) {
+		if (retry)
+			note_freed(w);
+		return false;
+	}
 	for (pos = ts->all.next; pos != &ts->all; pos = pos->next)
 		tree_flush_from(w, list_entry(pos, struct tree, node));
 	close_window(w);
@@ -363,7 +399,7 @@ bool trees_after_drain(struct fsnw *w, bool retry)
 		sweep_limbo(w, t);
 	}
 	if (retry)
-		ts->freed_seen = w->kwatches.unmarks + w->st.kernel_drops;
+		note_freed(w);
 	/* Directories that wait for the proof of their identity keep the
 	 * window open, but call for no drain of their own: the events that
 	 * prove it wake the reader. */
