@@ -27,12 +27,18 @@ void test_hook_hide_queue(unsigned n)
 	queue_hidden = n;
 }
 
+/* One of the n left, if any. */
+static bool take_one(unsigned *left)
+{
+	if (!*left)
+		return false;
+	--*left;
+	return true;
+}
+
 bool test_hook_queue_hidden(void)
 {
-	if (!queue_hidden)
-		return false;
-	queue_hidden--;
-	return true;
+	return take_one(&queue_hidden);
 }
 
 void test_hook_skip_delete_waits(unsigned n)
@@ -42,8 +48,5 @@ void test_hook_skip_delete_waits(unsigned n)
 
 bool test_hook_delete_wait_skipped(void)
 {
-	if (!delete_waits_skipped)
-		return false;
-	delete_waits_skipped--;
-	return true;
+	return take_one(&delete_waits_skipped);
 }
