@@ -115,7 +115,10 @@ struct ev {
  * user space), so the kernel holds them all when it starts, and the read
  * that finds none has routed them all. fsnw_wake and a read with a timeout
  * would do the same, at the cost of eventfd calls that tests counting
- * syscalls see. Not for changes made by another thread or process.
+ * syscalls see. Not for changes made by another thread or process, nor
+ * for a change of the mount table: a read that does not sleep looks at
+ * the mount table only after a read that found the kernel queue empty, so
+ * a test of a mount reads until the event that mount change brings.
  *
  * collect(w, &evs, max, quiet_ms) reads until no event has come for
  * quiet_ms, or max are held. A quiet wait proves nothing and costs time:
