@@ -213,74 +213,73 @@ lane_run(struct drain *d, struct inotify_rec *rec, const unsigned char *p,
 	return p;
 }
 
-/* The kernel watches of the records from p on, as many as are parsed and
- * ROUTE_WARM_MAX, by route_tree_lane_warm: how many. */
-static unsigned warm_records(struct fsnw *w, const unsigned char *p, const unsigned char *end,
-			     const struct kwatch **kws)
+/* The records from p on, parsed into recs, as many as fit there: how many. */
+static unsigned stage_records(const unsigned char *p, const unsigned char *end,
+			      struct inotify_rec *recs)
 {
-	int wds[ROUTE_WARM_MAX];
-	struct inotify_rec r;
 	unsigned n = 0;
 
-	while (n < ROUTE_WARM_MAX && inotify_rec_parse(p, end, &r)) {
-		wds[n++] = r.wd;
-		p = r.next;
-	}
-	route_tree_lane_warm(w, wds, n, kws);
+	while (n < ROUTE_LANE_LOOK && inotify_rec_parse(p, end, &recs[n]))
+		p = recs[n++].next;
 	return n;
 }
 
 /*
+ * Push the staged records recs (n, with their paths) that the lane takes,
+ * from the first on; false at the first it does not (its path NULL, or
+ * refused: route_one routes it) or once the array is full (*full). *p
+ * moves past each record taken, *taken counts them.
+ */
+static bool push_staged(struct queue_lane *ql, uint32_t pass, const struct inotify_rec *recs,
+			struct strref *const *paths, unsigned n, const unsigned char **p,
+			uint64_t *taken, bool *full)
+{
+	for (unsigned k = 0; k < n; k++) {
+		const struct inotify_rec *r = &recs[k];
+		uint32_t mask = r->mask & pass;
+
+		if (!paths[k])
+			return false;
+		if (mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT)) {
+			queue_lane_repath(ql, paths[k]);
+			if (!queue_lane_push(ql, mask, r->cookie, r->name, r->namelen))
+				return false;
+		}
+		++*taken;
+		*p = r->next;
+		if (queue_lane_full(ql)) {
+			*full = true;
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
  * The tree lane's loop, as lane_run: records of the lane's tree whose
- * routing would only push them (route_tree_lane_path) go into the array
+ * routing would only push them (route_tree_lane_paths) go into the array
  * with their directory's path, until one is not such a record or refused.
- * Their kernel watches are looked up ROUTE_WARM_MAX records at a time.
- * The lane stays in the drain, not copied into locals: the check of each
- * record is a call, across which the copy would not stay in registers
- * anyway, and a wakeup's run of a record or two paid more for the copy in
- * and out than the loop saved.
+ * The records are parsed and checked ROUTE_LANE_LOOK at a time, each
+ * parsed once. The lane stays in the drain, not copied into locals: a
+ * wakeup's run of a record or two paid more for the copy in and out than
+ * the loop saved.
  */
 static __attribute__((noinline)) const unsigned char *
-tree_lane_run(struct drain *d, struct inotify_rec *rec, const unsigned char *p,
-	      const unsigned char *end, bool *full)
+tree_lane_run(struct drain *d, const unsigned char *p, const unsigned char *end, bool *full)
 {
 	struct fsnw *w = d->w;
-	struct queue_lane *ql = &d->ql;
-	struct inotify_rec r = *rec;
-	uint32_t pass = d->lane.pass;
+	struct inotify_rec recs[ROUTE_LANE_LOOK];
+	struct strref *paths[ROUTE_LANE_LOOK];
 	uint64_t taken = 0;
-	const struct kwatch *kws[ROUTE_WARM_MAX];
-	unsigned nkw = 0, k = 0;
+	unsigned n;
 
 	assert(d->ql_open && d->lane.tree);
 	*full = false;
-	for (;;) {
-		uint32_t mask = r.mask & pass;
-		struct strref *path;
-
-		if (k == nkw) {
-			nkw = warm_records(w, p, end, kws);
-			k = 0;
-		}
-		assert(k < nkw);
-		path = route_tree_lane_path(w, &d->lane, kws[k++], r.mask, r.name);
-		if (!path)
-			break;
-		if (mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT)) {
-			queue_lane_repath(ql, path);
-			if (!queue_lane_push(ql, mask, r.cookie, r.name, r.namelen))
-				break;
-		}
-		taken++;
-		p = r.next;
-		if (queue_lane_full(ql)) {
-			*full = true;
-			break;
-		}
-		if (!inotify_rec_parse(p, end, &r))
-			break;
-	}
-	*rec = r;
+	do {
+		n = stage_records(p, end, recs);
+		route_tree_lane_paths(w, &d->lane, recs, n, paths);
+	} while (push_staged(&d->ql, d->lane.pass, recs, paths, n, &p, &taken, full) &&
+		 n == ROUTE_LANE_LOOK);
 	w->st.events_read += taken;
 	return p;
 }
@@ -322,7 +321,7 @@ static void route_inotify(struct drain *d, const unsigned char *buf, size_t len)
 			const unsigned char *at = p;
 			bool full;
 
-			p = tree_lane_run(d, &rec, p, end, &full);
+			p = tree_lane_run(d, p, end, &full);
 			d->consumed = (size_t)(p - buf);
 			if (full) {
 				d->stop = true;

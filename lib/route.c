@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include <assert.h>
 
+#include <string.h>
+
 #include "compiler.h"
 #include "handle.h"
+#include "inotify-decode.h"
 #include "route.h"
 
 /*
@@ -131,7 +134,8 @@ static struct link *lane_link(struct fsnw *w, struct kwatch *kw)
 	return l;
 }
 
-/* The tree lane's path for ev at kw, as route_tree_lane_path. */
+/* The tree lane's path for an event (mask, name) at kw: the path to report it
+ * with if routing it would only push it for tree (any tree: NULL). */
 static struct strref *tree_lane_path(struct fsnw *w, const struct kwatch *kw,
 				     const struct watch *tree, uint32_t mask, const char *name)
 {
@@ -145,20 +149,37 @@ static struct strref *tree_lane_path(struct fsnw *w, const struct kwatch *kw,
 	return tree_event_path(l, mask, name);
 }
 
-struct strref *route_tree_lane_path(struct fsnw *w, const struct route_lane *lane,
-				    const struct kwatch *kw, uint32_t mask, const char *name)
+/* The kernel watch of wd, found from the slot at pos, the home of its tag
+ * (whose line is in the cache): the slot's record nearly always, a wd being
+ * its own tag. */
+static const struct kwatch *lane_kwatch(const struct kwatches *t, int wd, size_t pos)
 {
-	assert(lane->tree);
-	return kw ? tree_lane_path(w, kw, lane->tree, mask, name) : NULL;
+	const unsigned char *key = (const unsigned char *)&wd;
+	const struct kwatch *kw = keytab_probe(&t->by_key, kwatch_tag(key, sizeof(wd)), &pos);
+
+	/* The guess stands when its key is the wd's (kwatch_find's test). */
+	if (kw && kwatch_key_is(kw, key, sizeof(wd)))
+		return kw;
+	return kwatch_find(t, key, sizeof(wd));
 }
 
-/* The record a tag's first slot names, or NULL: a guess (a wd is its own
- * tag, so nearly always right), read from the slot alone, for a prefetch. */
-static const struct kwatch *first_at_tag(const struct keytab *kt, uint32_t tag)
+/* The first link of kw, if it may be the sole link of a tree lane's
+ * record (tree_lane_path's tests of kw and the record's mask); or NULL. */
+static struct link *lane_first_link(const struct kwatch *kw, uint32_t mask)
 {
-	size_t pos = keytab_start(kt, tag);
+	if (!kw || kw->dropped || kw->fsmark || (mask & (FSNW_IGNORED | FSNW_OVERFLOW)) ||
+	    list_empty(&kw->links))
+		return NULL;
+	return list_entry(kw->links.next, struct link, knode);
+}
 
-	return pos == SIZE_MAX ? NULL : keytab_probe(kt, tag, &pos);
+/* Whether l, kw's first link, passes sole_link's and tree_lane_path's
+ * tests for lane: the lane's watch is a tree, so a link of it is a tree's. */
+static bool lane_sole_link(const struct kwatch *kw, const struct link *l,
+			   const struct route_lane *lane)
+{
+	assert(lane->tree->tree);
+	return l->knode.next == &kw->links && l->active && l->watch == lane->tree;
 }
 
 /*
@@ -166,47 +187,50 @@ static const struct kwatch *first_at_tag(const struct keytab *kt, uint32_t tag)
  * records, then prefetches what the next stage reads: the slots, the
  * kernel watches' routing lines (kwatch.h), their first links, their
  * directories, the paths those report. A record's misses then wait once a
- * stage, behind the n of the stage, not behind each other.
+ * stage, behind the n of the stage, not behind each other. The tests are
+ * tree_lane_path's, each in the stage that brought what it reads; a
+ * fanotify tree about fails them all (sole_link), so it is tested once.
  */
-void route_tree_lane_warm(struct fsnw *w, const int *wds, unsigned n,
-			  const struct kwatch **kws)
+void route_tree_lane_paths(struct fsnw *w, const struct route_lane *lane,
+			   const struct inotify_rec *recs, unsigned n, struct strref **paths)
 {
 	const struct keytab *kt = &w->kwatches.by_key;
-	const struct link *ls[ROUTE_WARM_MAX];
-	uint32_t tags[ROUTE_WARM_MAX];
+	const struct kwatch *kws[ROUTE_LANE_LOOK];
+	struct link *ls[ROUTE_LANE_LOOK];
+	size_t pos[ROUTE_LANE_LOOK];
 
-	assert(n <= ROUTE_WARM_MAX);
-	for (unsigned i = 0; i < n; i++) {
-		tags[i] = kwatch_tag((const unsigned char *)&wds[i], sizeof(int));
-		if (kt->slots)
-			__builtin_prefetch(&kt->slots[keytab_home(kt, tags[i])]);
+	assert(lane->tree && n <= ROUTE_LANE_LOOK);
+	if (!kt->slots || !list_empty(&w->trees.fan.all)) {
+		memset(paths, 0, n * sizeof(*paths));
+		return;
 	}
 	for (unsigned i = 0; i < n; i++) {
-		kws[i] = first_at_tag(kt, tags[i]);
+		pos[i] = keytab_home(kt, kwatch_tag((const unsigned char *)&recs[i].wd, sizeof(int)));
+		__builtin_prefetch(&kt->slots[pos[i]]);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		kws[i] = lane_kwatch(&w->kwatches, recs[i].wd, pos[i]);
 		if (kws[i])
 			__builtin_prefetch(&kws[i]->links);
 	}
 	for (unsigned i = 0; i < n; i++) {
-		const unsigned char *key = (const unsigned char *)&wds[i];
-		const struct list *first;
-
-		/* The guess stands when its key is the wd's (kwatch_find's test). */
-		if (!kws[i] || !kwatch_key_is(kws[i], key, sizeof(int)))
-			kws[i] = kwatch_find(&w->kwatches, key, sizeof(int));
-		first = kws[i] ? kws[i]->links.next : NULL;
-		ls[i] = first && first != &kws[i]->links ?
-				list_entry(first, struct link, knode) : NULL;
+		ls[i] = lane_first_link(kws[i], recs[i].mask);
 		if (ls[i]) { /* the line of knode, and of active if another */
 			__builtin_prefetch(ls[i]);
 			__builtin_prefetch(&ls[i]->active);
 		}
 	}
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
+		if (ls[i] && !lane_sole_link(kws[i], ls[i], lane))
+			ls[i] = NULL;
 		if (ls[i])
 			tree_link_prefetch(ls[i]);
-	for (unsigned i = 0; i < n; i++)
-		if (ls[i])
-			tree_link_prefetch_path(ls[i]);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		paths[i] = ls[i] ? tree_event_path(ls[i], recs[i].mask, recs[i].name) : NULL;
+		if (paths[i])
+			__builtin_prefetch(paths[i]);
+	}
 }
 
 /* Open the lane after ev, if the records after it may take it: l (plain),

@@ -19,6 +19,7 @@
 #include "queue.h"
 
 struct fsnw;
+struct inotify_rec;
 
 /* route_event results: bits, and above them the number of queue pushes made */
 #define ROUTE_OVERFLOW 0x1u /* the kernel lost events: reconcile the table */
@@ -36,7 +37,7 @@ struct fsnw;
  *                    link is an active plain watch (not oneshot, no
  *                    fanotify tree about);
  *   tree (tree set)  the records of a walked tree's directories, each
- *                    checked by route_tree_lane_path: a file's event in a
+ *                    checked by route_tree_lane_paths: a file's event in a
  *                    directory whose kernel watch has the tree's link only,
  *                    that tree_event would only report.
  */
@@ -62,25 +63,17 @@ bool route_lane_begin(struct fsnw *w, int wd, uint32_t mask, const char *name,
 		      struct route_lane *lane);
 
 /*
- * The tree lane's check of an inotify record (mask, name) whose kernel
- * watch is kw (route_tree_lane_warm's lookup of its wd): the path to report
- * it with if routing it would only push it for lane->tree, as
- * tree_event_deferred does; NULL if it must be routed (route_event).
+ * The tree lane's check of n parsed inotify records: paths[i] is the path
+ * to report recs[i] with if routing it would only push it for lane->tree,
+ * as tree_event_deferred does; NULL if it must be routed (route_event).
+ * The records' kernel watches, links, directories and paths are read in
+ * stages, so that the misses of n records overlap instead of each
+ * record's queueing behind the one before. The answers stand while
+ * nothing but lane pushes happens.
  */
-struct strref *route_tree_lane_path(struct fsnw *w, const struct route_lane *lane,
-				    const struct kwatch *kw, uint32_t mask, const char *name);
-
-/*
- * The kernel watches of the n wds (NULL: none), for route_tree_lane_path,
- * looked up in stages with what the check and the push read brought into
- * the cache (the kernel watches, their first links, their directories, the
- * paths those report), so that the misses of n records overlap instead of
- * each record's queueing behind the one before. Valid while nothing but
- * lane pushes happens.
- */
-#define ROUTE_WARM_MAX 16
-void route_tree_lane_warm(struct fsnw *w, const int *wds, unsigned n,
-			  const struct kwatch **kws);
+#define ROUTE_LANE_LOOK 16
+void route_tree_lane_paths(struct fsnw *w, const struct route_lane *lane,
+			   const struct inotify_rec *recs, unsigned n, struct strref **paths);
 
 /* After a kernel overflow: watches whose drop notice the full queue lost go now. */
 void route_reconcile(struct fsnw *w);

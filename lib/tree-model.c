@@ -747,12 +747,6 @@ void tree_link_prefetch(const struct link *l)
 	__builtin_prefetch(d + offsetof(struct tdir, state));
 }
 
-void tree_link_prefetch_path(const struct link *l)
-{
-	if (l->tnode && l->tnode->path)
-		__builtin_prefetch(l->tnode->path);
-}
-
 bool tree_event_deferred(struct fsnw *w, struct link *l, const struct kevent *ev)
 {
 	struct tdir *d = l->tnode;

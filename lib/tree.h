@@ -113,9 +113,6 @@ struct strref *tree_event_path(struct link *l, uint32_t mask, const char *name);
 /* Bring what tree_event_path reads of l's directory into the cache (a read
  * of l->tnode, prefetches of the rest). */
 void tree_link_prefetch(const struct link *l);
-/* Then the path it would report, whose count a lane's push takes (a read of
- * the directory's first line, which tree_link_prefetch brought). */
-void tree_link_prefetch_path(const struct link *l);
 /*
  * A kernel event that a tree without a walk may hear through its
  * filesystem mark (fantree_event); plain: a watch of its own also hears
