@@ -193,7 +193,7 @@ lane_run(struct drain *d, struct inotify_rec *rec, const unsigned char *p,
 		uint32_t mask = r.mask & pass;
 
 		if ((mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT)) &&
-		    !queue_lane_push(&ql, mask, r.cookie, r.name, r.namelen)) {
+		    !queue_lane_push(&ql, mask, r.cookie, r.name, r.namelen, r.room)) {
 			*refused = true;
 			break;
 		}
@@ -242,7 +242,7 @@ static bool push_staged(struct queue_lane *ql, uint32_t pass, const struct inoti
 			return false;
 		if (mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT)) {
 			queue_lane_repath(ql, paths[k]);
-			if (!queue_lane_push(ql, mask, r->cookie, r->name, r->namelen))
+			if (!queue_lane_push(ql, mask, r->cookie, r->name, r->namelen, r->room))
 				return false;
 		}
 		++*taken;

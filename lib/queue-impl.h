@@ -125,22 +125,67 @@ static inline uint8_t event_flags(const struct queue *q, const struct queue_pend
 	return f;
 }
 
-/* A key's hash in two steps, so a run of one owner and path seeds it once. */
-static inline uint64_t key_seed(const struct qowner *owner, const struct strref *path)
+/* A key's hash in steps, so a run of one owner and path seeds it once, and
+ * a lane of one owner (queue-lane.h) seeds each path from the owner's part. */
+static inline uint64_t key_seed_owner(const struct qowner *owner)
+{
+	return (uint64_t)(uintptr_t)owner * 0x9e3779b97f4a7c15ULL;
+}
+
+static inline uint64_t key_seed_path(uint64_t owner_seed, const struct strref *path)
 {
 	/* Two independent multiplies seed it; one finaliser mixes it all. */
-	return (uint64_t)(uintptr_t)owner * 0x9e3779b97f4a7c15ULL ^
-	       (uint64_t)(uintptr_t)path * 0xc2b2ae3d27d4eb4fULL;
+	return owner_seed ^ (uint64_t)(uintptr_t)path * 0xc2b2ae3d27d4eb4fULL;
+}
+
+static inline uint64_t key_seed(const struct qowner *owner, const struct strref *path)
+{
+	return key_seed_path(key_seed_owner(owner), path);
 }
 
 /*
- * The name on top of the seed. A name of up to 16 bytes (most are) takes
- * hash_bytes' loads and one multiply instead of its two: the seed has mixed
- * owner and path already, and the product's high half mixes every bit of
- * both words, which the fold brings down to the index's low bits.
+ * A name of up to 16 bytes as two words, NUL-padded, from loads within the
+ * name that may overlap (a memcpy of a variable length is a byte loop
+ * through the stack): key_name_words_room's words, where 16 bytes are
+ * readable at the name.
+ */
+static inline void key_name_words(const unsigned char *s, size_t len, uint64_t *a, uint64_t *b)
+{
+	*b = 0;
+	if (len > 8) {
+		*a = hash_load64(s);
+		*b = hash_load64(s + len - 8) >> (8 * (16 - len));
+	} else if (len >= 4) {
+		*a = hash_load32(s) | hash_load32(s + len - 4) << (8 * (len - 4));
+	} else {
+		*a = len ? (uint64_t)s[0] | (uint64_t)s[len / 2] << (8 * (len / 2)) |
+				   (uint64_t)s[len - 1] << (8 * (len - 1)) :
+			   0;
+	}
+}
+
+/* The same where 16 bytes are readable at the name (an inotify record's
+ * name and its padding): two loads, the bytes past the name masked off,
+ * whatever they hold. */
+static inline void key_name_words_room(const unsigned char *s, size_t len, uint64_t *a,
+				       uint64_t *b)
+{
+	uint64_t lo = hash_load64(s), hi = hash_load64(s + 8);
+
+	*a = len >= 8 ? lo : lo & ((1ULL << (8 * len)) - 1);
+	*b = len > 8 ? hi & (~0ULL >> (8 * (16 - len))) : 0;
+}
+
+/*
+ * The name on top of the seed; room: bytes readable at the name, 0 if
+ * unknown. A name of up to 16 bytes (most are) takes two words and one
+ * multiply instead of hash_bytes' two: the seed has mixed owner and path
+ * already, and the product's high half mixes every bit of both words,
+ * which the fold brings down to the index's low bits. The length goes in
+ * too, so that equal words still mean equal names.
  */
 static inline __attribute__((always_inline)) uint32_t
-key_hash_seeded(uint64_t seed, const char *name, size_t namelen)
+key_hash_seeded(uint64_t seed, const char *name, size_t namelen, size_t room)
 {
 	const unsigned char *s = (const unsigned char *)name;
 	uint64_t a, b, h;
@@ -150,7 +195,10 @@ key_hash_seeded(uint64_t seed, const char *name, size_t namelen)
 	} else if (namelen > 16) {
 		h = hash_bytes(name, namelen, seed);
 	} else {
-		hash_load_short(s, namelen, &a, &b);
+		if (room >= 16)
+			key_name_words_room(s, namelen, &a, &b);
+		else
+			key_name_words(s, namelen, &a, &b);
 		h = hash_mum(a ^ seed ^ 0xa0761d6478bd642fULL, b ^ namelen ^ 0xe7037ed1a0b428dbULL);
 	}
 	return (uint32_t)(h ^ (h >> 32));
@@ -158,7 +206,7 @@ key_hash_seeded(uint64_t seed, const char *name, size_t namelen)
 
 static inline uint32_t key_hash(const struct queue_pend *p)
 {
-	return key_hash_seeded(key_seed(p->owner, p->path), p->name, p->namelen);
+	return key_hash_seeded(key_seed(p->owner, p->path), p->name, p->namelen, 0);
 }
 
 static inline void note_depth(struct queue *q)

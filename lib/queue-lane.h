@@ -38,6 +38,7 @@ struct queue_lane {
 	struct qowner *owner;
 	struct strref *path;
 	const char *pstr; /* the path's string */
+	uint64_t oseed;   /* key_seed_owner of owner */
 	uint64_t seed;    /* key_seed of owner and path */
 	int wid;
 	bool merge;
@@ -71,7 +72,7 @@ static inline void queue_lane_repath(struct queue_lane *ln, struct strref *path)
 	}
 	ln->path = path;
 	ln->pstr = path_str(path);
-	ln->seed = key_seed(ln->owner, path);
+	ln->seed = key_seed_path(ln->oseed, path);
 	ln->run0 = ln->n;
 }
 
@@ -83,13 +84,14 @@ static inline bool queue_lane_full(const struct queue_lane *ln)
 
 /*
  * Push an event of the lane's owner and path, name lent (valid until the
- * read's strings are released). False, having changed nothing, if the lane
+ * read's strings are released), room the bytes readable at it (at least
+ * namelen + 1, or 0 if unknown). False, having changed nothing, if the lane
  * cannot take it (an overflow or FSNW_IGNORED, a full array, the capacity
  * reached): close the lane and push it the usual way.
  */
 static inline __attribute__((always_inline)) bool
 queue_lane_push(struct queue_lane *ln, uint32_t mask, uint32_t cookie, const char *name,
-		size_t namelen)
+		size_t namelen, size_t room)
 {
 	uint32_t dpos = 0, dnewest = NONE, hash = 0, i;
 	struct fsnw_event *ev;
@@ -106,7 +108,7 @@ queue_lane_push(struct queue_lane *ln, uint32_t mask, uint32_t cookie, const cha
 			f |= F_MERGEABLE | F_KEYED;
 	}
 	if (f & F_KEYED) {
-		hash = key_hash_seeded(ln->seed, name, namelen);
+		hash = key_hash_seeded(ln->seed, name, namelen, room);
 		dpos = dindex_find(ln->evs, ln->meta, ln->tab, ln->tmask, hash, ln->owner,
 				   ln->pstr, name, namelen, &dnewest);
 		if (f & F_MERGEABLE) {

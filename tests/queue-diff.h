@@ -65,6 +65,12 @@ struct diff {
 	struct queue_lane lane;
 	bool lane_open;
 	bool in_direct; /* a direct read is on: the lane may open */
+	/* The names as an inotify record holds them, padded past their NUL to
+	 * a multiple of 16 bytes, the padding not NUL (the lane's hash must
+	 * not rely on it): the lane takes these, their room given, or the
+	 * names alone. */
+	char padded[DIFF_NNAMES][96];
+	size_t room[DIFF_NNAMES];
 };
 
 static void diff_lane_close(struct diff *d)
@@ -78,7 +84,8 @@ static void diff_lane_close(struct diff *d)
 /* The fast side of an event through the lane of its owner and path; false:
  * refused, or no lane (the lane is closed then). */
 static bool diff_lane_push(struct diff *d, struct qowner *owner, struct strref *path,
-			   uint32_t mask, uint32_t cookie, const char *name, size_t len)
+			   uint32_t mask, uint32_t cookie, const char *name, size_t len,
+			   size_t room)
 {
 	/* A lane of one owner takes any path (a tree's lane, queue_lane_repath). */
 	if (d->lane_open && d->lane.owner != owner)
@@ -87,7 +94,7 @@ static bool diff_lane_push(struct diff *d, struct qowner *owner, struct strref *
 		queue_lane_repath(&d->lane, path);
 	if (!d->lane_open)
 		d->lane_open = queue_lane_open(d->fast.q, owner, path, &d->lane);
-	if (d->lane_open && queue_lane_push(&d->lane, mask, cookie, name, len)) {
+	if (d->lane_open && queue_lane_push(&d->lane, mask, cookie, name, len, room)) {
 		d->lane_pushes++;
 		return true;
 	}
@@ -112,7 +119,9 @@ static void diff_event(struct diff *d)
 	uint8_t b0 = diff_take(d), b1 = diff_take(d), b2 = diff_take(d), b3 = diff_take(d);
 	int owner = b0 % (d->narrow ? 2 : DIFF_OWNERS);
 	int path = d->narrow ? 0 : (int)((b0 >> 2) % (DIFF_PATHS + 1)) - 1;
-	const char *name = diff_names[d->narrow ? 1 + b1 % 2u : b1 % DIFF_NNAMES];
+	size_t ni = d->narrow ? 1 + b1 % 2u : b1 % DIFF_NNAMES;
+	const char *name = diff_names[ni];
+	bool padded = name && (b3 & 0x40);
 	uint32_t mask = diff_masks[b2 % DIFF_NMASKS];
 	uint32_t cookie = (b3 & 0x3) == 0x3 ? (b3 >> 2 & 0x3) + 1 : 0;
 	bool force = (b3 & 0x30) == 0x30;
@@ -125,7 +134,8 @@ static void diff_event(struct diff *d)
 	/* The library defers, or takes through the lane, only what it routes:
 	 * never a forced push. */
 	if (!force && fo && d->in_direct && (b1 & 0x40) &&
-	    diff_lane_push(d, fo, ps, mask, cookie, name, len))
+	    diff_lane_push(d, fo, ps, mask, cookie, padded ? d->padded[ni] : name, len,
+			   padded ? d->room[ni] : 0))
 		return;
 	diff_lane_close(d);
 	if (force || !fo || (b3 & 0x80))
@@ -279,6 +289,15 @@ static void diff_stream(struct diff *dp)
 	for (int i = 0; i < DIFF_PATHS; i++) {
 		d.paths[i] = strref_new(pnames[i], strlen(pnames[i]));
 		DIFF_CHECK(d.paths[i]);
+	}
+	for (size_t i = 0; i < DIFF_NNAMES; i++) {
+		size_t len = diff_names[i] ? strlen(diff_names[i]) : 0;
+
+		d.room[i] = (len + 16) / 16 * 16;
+		DIFF_CHECK(d.room[i] <= sizeof(d.padded[i]));
+		memset(d.padded[i], 0xa5, d.room[i]);
+		if (diff_names[i])
+			memcpy(d.padded[i], diff_names[i], len + 1);
 	}
 	while (d.left) {
 		uint8_t op = diff_take(&d);
