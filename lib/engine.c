@@ -213,46 +213,49 @@ lane_run(struct drain *d, struct inotify_rec *rec, const unsigned char *p,
 	return p;
 }
 
-/* The records from p on, parsed into recs, as many as fit there: how many. */
-static unsigned stage_records(const unsigned char *p, const unsigned char *end,
-			      struct inotify_rec *recs)
+/* Records of the tree lane parsed ahead, with the paths they would take. */
+struct staged {
+	struct inotify_rec recs[ROUTE_LANE_LOOK];
+	struct strref *paths[ROUTE_LANE_LOOK]; /* route_tree_lane_paths' */
+	unsigned n;
+};
+
+/* The records from p on, parsed into st, as many as it holds. */
+static void stage_records(const unsigned char *p, const unsigned char *end, struct staged *st)
 {
 	unsigned n = 0;
 
-	while (n < ROUTE_LANE_LOOK && inotify_rec_parse(p, end, &recs[n]))
-		p = recs[n++].next;
-	return n;
+	while (n < ROUTE_LANE_LOOK && inotify_rec_parse(p, end, &st->recs[n]))
+		p = st->recs[n++].next;
+	st->n = n;
 }
 
 /*
- * Push the staged records recs (n, with their paths) that the lane takes,
- * from the first on; false at the first it does not (its path NULL, or
- * refused: route_one routes it) or once the array is full (*full). *p
- * moves past each record taken, *taken counts them.
+ * Push the staged records that the lane takes, from the first on, until
+ * one it does not (its path NULL, or refused: route_one routes it) or the
+ * array is full (*full): how many it took.
  */
-static bool push_staged(struct queue_lane *ql, uint32_t pass, const struct inotify_rec *recs,
-			struct strref *const *paths, unsigned n, const unsigned char **p,
-			uint64_t *taken, bool *full)
+static unsigned push_staged(struct queue_lane *ql, uint32_t pass, const struct staged *st, bool *full)
 {
-	for (unsigned k = 0; k < n; k++) {
-		const struct inotify_rec *r = &recs[k];
+	unsigned k;
+
+	for (k = 0; k < st->n; k++) {
+		const struct inotify_rec *r = &st->recs[k];
 		uint32_t mask = r->mask & pass;
 
-		if (!paths[k])
-			return false;
+		if (!st->paths[k])
+			break;
 		if (mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT)) {
-			queue_lane_repath(ql, paths[k]);
+			queue_lane_repath(ql, st->paths[k]);
 			if (!queue_lane_push(ql, mask, r->cookie, r->name, r->namelen, r->room))
-				return false;
+				break;
 		}
-		++*taken;
-		*p = r->next;
 		if (queue_lane_full(ql)) {
 			*full = true;
-			return false;
+			return k + 1;
 		}
 	}
-	return true;
+	return k;
 }
 
 /*
@@ -268,18 +271,20 @@ static __attribute__((noinline)) const unsigned char *
 tree_lane_run(struct drain *d, const unsigned char *p, const unsigned char *end, bool *full)
 {
 	struct fsnw *w = d->w;
-	struct inotify_rec recs[ROUTE_LANE_LOOK];
-	struct strref *paths[ROUTE_LANE_LOOK];
+	struct staged st;
 	uint64_t taken = 0;
-	unsigned n;
+	unsigned k;
 
 	assert(d->ql_open && d->lane.tree);
 	*full = false;
 	do {
-		n = stage_records(p, end, recs);
-		route_tree_lane_paths(w, &d->lane, recs, n, paths);
-	} while (push_staged(&d->ql, d->lane.pass, recs, paths, n, &p, &taken, full) &&
-		 n == ROUTE_LANE_LOOK);
+		stage_records(p, end, &st);
+		route_tree_lane_paths(w, &d->lane, st.recs, st.n, st.paths);
+		k = push_staged(&d->ql, d->lane.pass, &st, full);
+		if (k)
+			p = st.recs[k - 1].next;
+		taken += k;
+	} while (k == ROUTE_LANE_LOOK && !*full);
 	w->st.events_read += taken;
 	return p;
 }
