@@ -33,8 +33,12 @@
 #define DIFF_PATHS 3
 #define DIFF_MAX 48 /* the largest array a read passes */
 
+/* Names of each way a key's hash loads them (queue-impl.h): none, empty,
+ * up to three bytes, four to eight, nine to sixteen, longer; those of one
+ * prefix differ past a word's end. */
 static const char *const diff_names[] = {
 	NULL, "a", "b", "c", "", "a-name-longer-than-the-inline-part-of-a-slot-0123456789-abcdefgh",
+	"abcd", "abcdefg", "abcdefgh", "abcdefghi", "abcdefghijklmno", "abcdefghijklmnop",
 };
 #define DIFF_NNAMES (sizeof(diff_names) / sizeof(diff_names[0]))
 
@@ -119,7 +123,9 @@ static void diff_event(struct diff *d)
 	uint8_t b0 = diff_take(d), b1 = diff_take(d), b2 = diff_take(d), b3 = diff_take(d);
 	int owner = b0 % (d->narrow ? 2 : DIFF_OWNERS);
 	int path = d->narrow ? 0 : (int)((b0 >> 2) % (DIFF_PATHS + 1)) - 1;
-	size_t ni = d->narrow ? 1 + b1 % 2u : b1 % DIFF_NNAMES;
+	/* A narrow stream's names: two short, two that take the second word. */
+	static const size_t narrow_names[] = { 1, 2, 9, 11 };
+	size_t ni = d->narrow ? narrow_names[b1 % 4u] : b1 % DIFF_NNAMES;
 	const char *name = diff_names[ni];
 	bool padded = name && (b3 & 0x40);
 	uint32_t mask = diff_masks[b2 % DIFF_NMASKS];
