@@ -149,17 +149,23 @@ static struct strref *tree_lane_path(struct fsnw *w, const struct kwatch *kw,
 	return tree_event_path(l, mask, name);
 }
 
-/* The kernel watch of wd, found from the slot at pos, the home of its tag
- * (whose line is in the cache): the slot's record nearly always, a wd being
- * its own tag. */
-static const struct kwatch *lane_kwatch(const struct kwatches *t, int wd, size_t pos)
+/* The record the slot at pos names for wd's tag, or NULL: a guess (a wd is
+ * its own tag, so nearly always right), read from the slot alone, so that
+ * the stage's reads wait on no record's line. */
+static const struct kwatch *lane_guess(const struct keytab *kt, int wd, size_t pos)
+{
+	return keytab_probe(kt, kwatch_tag((const unsigned char *)&wd, sizeof(wd)), &pos);
+}
+
+/* The kernel watch of wd, from its guess, whose line is in the cache now. */
+static const struct kwatch *lane_kwatch(const struct kwatches *t, int wd,
+					const struct kwatch *guess)
 {
 	const unsigned char *key = (const unsigned char *)&wd;
-	const struct kwatch *kw = keytab_probe(&t->by_key, kwatch_tag(key, sizeof(wd)), &pos);
 
 	/* The guess stands when its key is the wd's (kwatch_find's test). */
-	if (kw && kwatch_key_is(kw, key, sizeof(wd)))
-		return kw;
+	if (guess && kwatch_key_is(guess, key, sizeof(wd)))
+		return guess;
 	return kwatch_find(t, key, sizeof(wd));
 }
 
@@ -209,11 +215,12 @@ void route_tree_lane_paths(struct fsnw *w, const struct route_lane *lane,
 		__builtin_prefetch(&kt->slots[pos[i]]);
 	}
 	for (unsigned i = 0; i < n; i++) {
-		kws[i] = lane_kwatch(&w->kwatches, recs[i].wd, pos[i]);
+		kws[i] = lane_guess(kt, recs[i].wd, pos[i]);
 		if (kws[i])
 			__builtin_prefetch(&kws[i]->links);
 	}
 	for (unsigned i = 0; i < n; i++) {
+		kws[i] = lane_kwatch(&w->kwatches, recs[i].wd, kws[i]);
 		ls[i] = lane_first_link(kws[i], recs[i].mask);
 		if (ls[i]) { /* the line of knode, and of active if another */
 			__builtin_prefetch(ls[i]);
