@@ -897,22 +897,16 @@ static void place_again(struct fantrees *ft)
 	ft->drain_again = true;
 }
 
-/* The four passes of fantree.h. may_defer: the kernel queue was just read
- * empty, and another complete drain can follow. */
-static void place_batch(struct fsnw *w, bool may_defer)
+/* Passes 1 to 3 of fantree.h: the batch applied forward (learning what it
+ * tells ahead), its places resolved, and the cache taken back to the
+ * batch's start. Whether a resolution was made (or this is a redo). */
+static bool resolve_places(struct fsnw *w)
 {
 	struct fantrees *ft = &w->trees.fan;
 	struct fcache *c = &ft->cache;
 	struct list *pos;
-	bool resolved, ahead;
+	bool resolved;
 
-	if (ft->from) { /* a MOVED_FROM whose MOVED_TO never came */
-		list_add_tail(&ft->from->node, &ft->batch);
-		ft->nbatch++;
-		ft->from = NULL;
-	}
-	if (!ft->nbatch)
-		return;
 	for (pos = ft->batch.next; pos != &ft->batch; pos = pos->next) {
 		struct fev *e = entry_ev(pos);
 		const struct fev *from = pair_of(ft, pos);
@@ -934,35 +928,65 @@ static void place_batch(struct fsnw *w, bool may_defer)
 
 		apply(w, e, pair_of(ft, pos), true, false);
 	}
-	/*
-	 * A resolution answers for now. If events came meanwhile, now is past
-	 * the batch's end, and the resolutions may know of a rename the batch
-	 * does not have yet: read on, and place the batch with those events
-	 * in it (the places are resolved again if one of them moved or
-	 * deleted a directory). Events that keep coming make the library place
-	 * it anyway; a directory it placed ahead of the stream is then met by
-	 * its own rename or delete where the cache does not have it, and that
-	 * says FSNW_OVERFLOW (misplaced). A resolution that found a name of
-	 * the cache leading elsewhere now is ahead too, though the kernel
-	 * queue may still read empty (d_move before fsnotify_move); placed
-	 * anyway, its events are unresolved: FSNW_OVERFLOW.
-	 */
-	ahead = resolved && (fantree_queue_ready(w) || ft->contradicted);
-	if (ahead && may_defer && ft->redos < FANTREE_REDOS_MAX) {
+	return resolved;
+}
+
+/*
+ * Whether to place the batch again after another complete drain instead
+ * of now. A resolution answers for now. If events came meanwhile, now is
+ * past the batch's end, and the resolutions may know of a rename the
+ * batch does not have yet: read on, and place the batch with those events
+ * in it (the places are resolved again if one of them moved or deleted a
+ * directory). Events that keep coming make the library place it anyway; a
+ * directory it placed ahead of the stream is then met by its own rename or
+ * delete where the cache does not have it, and that says FSNW_OVERFLOW
+ * (misplaced). A resolution that found a name of the cache leading
+ * elsewhere now is ahead too, though the kernel queue may still read
+ * empty (d_move before fsnotify_move); placed anyway, its events are
+ * unresolved: FSNW_OVERFLOW.
+ */
+static bool place_later(struct fsnw *w, bool resolved, bool may_defer)
+{
+	struct fantrees *ft = &w->trees.fan;
+	bool ahead = resolved && (fantree_queue_ready(w) || ft->contradicted);
+
+	if (!may_defer)
+		return false;
+	if (ahead && ft->redos < FANTREE_REDOS_MAX) {
 		ft->redos++;
 		place_again(ft);
-		return;
+		return true;
 	}
 	/* The cache is back at the batch's start: wait for one more complete
 	 * drain and place it all then. A budget of its own: a writer that kept
 	 * the batch placed again gave the kernel no more time to queue a
 	 * delete. */
-	if (may_defer && ft->delete_waits < DELETE_WAITS_MAX && waits_for_delete(w) &&
+	if (ft->delete_waits < DELETE_WAITS_MAX && waits_for_delete(w) &&
 	    !TEST_DELETE_WAIT_SKIPPED()) {
 		ft->delete_waits++;
 		place_again(ft);
-		return;
+		return true;
 	}
+	return false;
+}
+
+/* The four passes of fantree.h. may_defer: the kernel queue was just read
+ * empty, and another complete drain can follow. */
+static void place_batch(struct fsnw *w, bool may_defer)
+{
+	struct fantrees *ft = &w->trees.fan;
+	struct fcache *c = &ft->cache;
+	struct list *pos;
+
+	if (ft->from) { /* a MOVED_FROM whose MOVED_TO never came */
+		list_add_tail(&ft->from->node, &ft->batch);
+		ft->nbatch++;
+		ft->from = NULL;
+	}
+	if (!ft->nbatch)
+		return;
+	if (place_later(w, resolve_places(w), may_defer))
+		return;
 	ft->validating = false;
 	fcache_log(c, false);
 	for (pos = ft->batch.next; pos != &ft->batch; pos = pos->next) {
