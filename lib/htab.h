@@ -87,23 +87,26 @@ static inline uint64_t hash_load32(const unsigned char *s)
 }
 
 /*
- * Up to 16 bytes as two words, in fixed-size loads that may overlap (a
- * memcpy of a variable length is a byte loop through the stack, and a stall
- * reading it back): the length must go into the hash as well, so that equal
- * words still mean equal bytes.
+ * Up to 16 bytes as two words, NUL-padded, in fixed-size loads that may
+ * overlap (a memcpy of a variable length is a byte loop through the stack,
+ * and a stall reading it back): the length must go into the hash as well,
+ * so that equal words still mean equal bytes. NUL-padded, so that where
+ * more bytes are readable two loads masked give the same words
+ * (queue-impl.h's key_name_words_room).
  */
 static inline void hash_load_short(const unsigned char *s, size_t len, uint64_t *a,
 				   uint64_t *b)
 {
-	if (len >= 8) {
+	*b = 0;
+	if (len > 8) {
 		*a = hash_load64(s);
-		*b = hash_load64(s + len - 8);
+		*b = hash_load64(s + len - 8) >> (8 * (16 - len));
 	} else if (len >= 4) {
-		*a = hash_load32(s) << 32 | hash_load32(s + len - 4);
-		*b = 0;
+		*a = hash_load32(s) | hash_load32(s + len - 4) << (8 * (len - 4));
 	} else {
-		*a = len ? (uint64_t)s[0] << 16 | (uint64_t)s[len / 2] << 8 | s[len - 1] : 0;
-		*b = 0;
+		*a = len ? (uint64_t)s[0] | (uint64_t)s[len / 2] << (8 * (len / 2)) |
+				   (uint64_t)s[len - 1] << (8 * (len - 1)) :
+			   0;
 	}
 }
 

@@ -143,30 +143,9 @@ static inline uint64_t key_seed(const struct qowner *owner, const struct strref 
 	return key_seed_path(key_seed_owner(owner), path);
 }
 
-/*
- * A name of up to 16 bytes as two words, NUL-padded, from loads within the
- * name that may overlap (a memcpy of a variable length is a byte loop
- * through the stack): key_name_words_room's words, where 16 bytes are
- * readable at the name.
- */
-static inline void key_name_words(const unsigned char *s, size_t len, uint64_t *a, uint64_t *b)
-{
-	*b = 0;
-	if (len > 8) {
-		*a = hash_load64(s);
-		*b = hash_load64(s + len - 8) >> (8 * (16 - len));
-	} else if (len >= 4) {
-		*a = hash_load32(s) | hash_load32(s + len - 4) << (8 * (len - 4));
-	} else {
-		*a = len ? (uint64_t)s[0] | (uint64_t)s[len / 2] << (8 * (len / 2)) |
-				   (uint64_t)s[len - 1] << (8 * (len - 1)) :
-			   0;
-	}
-}
-
-/* The same where 16 bytes are readable at the name (an inotify record's
- * name and its padding): two loads, the bytes past the name masked off,
- * whatever they hold. */
+/* hash_load_short's words where 16 bytes are readable at the name (an
+ * inotify record's name and its padding): two loads, the bytes past the
+ * name masked off, whatever they hold. */
 static inline void key_name_words_room(const unsigned char *s, size_t len, uint64_t *a,
 				       uint64_t *b)
 {
@@ -198,7 +177,7 @@ key_hash_seeded(uint64_t seed, const char *name, size_t namelen, size_t room)
 		if (room >= 16)
 			key_name_words_room(s, namelen, &a, &b);
 		else
-			key_name_words(s, namelen, &a, &b);
+			hash_load_short(s, namelen, &a, &b);
 		h = hash_mum(a ^ seed ^ 0xa0761d6478bd642fULL, b ^ namelen ^ 0xe7037ed1a0b428dbULL);
 	}
 	return (uint32_t)(h ^ (h >> 32));
