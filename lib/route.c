@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 #include <assert.h>
-
 #include <string.h>
 
 #include "compiler.h"
@@ -134,21 +133,6 @@ static struct link *lane_link(struct fsnw *w, struct kwatch *kw)
 	return l;
 }
 
-/* The tree lane's path for an event (mask, name) at kw: the path to report it
- * with if routing it would only push it for tree (any tree: NULL). */
-static struct strref *tree_lane_path(struct fsnw *w, const struct kwatch *kw,
-				     const struct watch *tree, uint32_t mask, const char *name)
-{
-	struct link *l;
-
-	if (kw->dropped || kw->fsmark || (mask & (FSNW_IGNORED | FSNW_OVERFLOW)))
-		return NULL;
-	l = sole_link(w, kw);
-	if (!l || !l->watch->tree || (tree && l->watch != tree))
-		return NULL;
-	return tree_event_path(l, mask, name);
-}
-
 /* The record the slot at pos names for wd's tag, or NULL: a guess (a wd is
  * its own tag, so nearly always right), read from the slot alone, so that
  * the stage's reads wait on no record's line. */
@@ -170,7 +154,7 @@ static const struct kwatch *lane_kwatch(const struct kwatches *t, int wd,
 }
 
 /* The first link of kw, if it may be the sole link of a tree lane's
- * record (tree_lane_path's tests of kw and the record's mask); or NULL. */
+ * record (the lane's tests of kw and of the record's mask); or NULL. */
 static struct link *lane_first_link(const struct kwatch *kw, uint32_t mask)
 {
 	if (!kw || kw->dropped || kw->fsmark || (mask & (FSNW_IGNORED | FSNW_OVERFLOW)) ||
@@ -179,13 +163,28 @@ static struct link *lane_first_link(const struct kwatch *kw, uint32_t mask)
 	return list_entry(kw->links.next, struct link, knode);
 }
 
-/* Whether l, kw's first link, passes sole_link's and tree_lane_path's
- * tests for lane: the lane's watch is a tree, so a link of it is a tree's. */
+/* Whether l, kw's first link, is its sole link, active, and of tree (any
+ * tree: NULL); a fanotify tree about fails it too (sole_link), tested by
+ * the caller. Given a tree, the watch's record is not read: the lane's
+ * loop meets it cold. */
 static bool lane_sole_link(const struct kwatch *kw, const struct link *l,
-			   const struct route_lane *lane)
+			   const struct watch *tree)
 {
-	assert(lane->tree->tree);
-	return l->knode.next == &kw->links && l->active && l->watch == lane->tree;
+	assert(!tree || tree->tree);
+	return l->knode.next == &kw->links && l->active &&
+	       (tree ? l->watch == tree : l->watch->tree != NULL);
+}
+
+/* The tree lane's path for an event (mask, name) at kw: the path to report it
+ * with if routing it would only push it for tree (any tree: NULL). */
+static struct strref *tree_lane_path(struct fsnw *w, const struct kwatch *kw,
+				     const struct watch *tree, uint32_t mask, const char *name)
+{
+	struct link *l = lane_first_link(kw, mask);
+
+	if (!l || !list_empty(&w->trees.fan.all) || !lane_sole_link(kw, l, tree))
+		return NULL;
+	return tree_event_path(l, mask, name);
 }
 
 /*
@@ -228,7 +227,7 @@ void route_tree_lane_paths(struct fsnw *w, const struct route_lane *lane,
 		}
 	}
 	for (unsigned i = 0; i < n; i++) {
-		if (ls[i] && !lane_sole_link(kws[i], ls[i], lane))
+		if (ls[i] && !lane_sole_link(kws[i], ls[i], lane->tree))
 			ls[i] = NULL;
 		if (ls[i])
 			tree_link_prefetch(ls[i]);
