@@ -8,7 +8,7 @@
  * The model. A walked tree knows each of its directories as a struct tdir:
  * its name and parent (so a rename moves a subtree in one step, and a path
  * is built from the names when an event needs it), its kernel watch (a
- * link), and its identity (device and inode, from the directory's own
+ * link), and its identity (its inode, from the directory's own
  * listing). The model is at *stream time*: it says what the events read so
  * far say, so that each event is reported where it happened. A read of a
  * directory answers for *now*, ahead of the events still unread; what it
@@ -55,11 +55,20 @@ enum tdir_state {
 
 struct tlisting;
 
+/* Where a directory that left its place while its identity was unproven
+ * was: an arrival there before its watch's MOVE_SELF takes the watch. */
+struct tdir_amb {
+	struct tdir *parent;
+	uint16_t len;
+	char name[];
+};
+
 struct tdir {
 	/* What an event's path takes (tree_event_path) comes first, within
 	 * 29 bytes: a malloc'd record is 16-byte aligned, so these span one
 	 * cache line three times in four, where a read of 1,000 events on
-	 * cold records finds each line a miss. */
+	 * cold records finds each line a miss. The rest is packed: a tree
+	 * keeps one a directory. */
 	struct tree *t;
 	struct strref *path;     /* what its events report, while pgen is the tree's */
 	struct tlisting *lst;    /* PROVISIONAL: what its read found */
@@ -73,27 +82,27 @@ struct tdir {
 	struct tdir *next, *prev; /* its siblings */
 	struct hnode cnode;      /* tree.children, while it has a parent */
 	struct list qnode;       /* by state: see above */
-	/* Left its place while its identity was unproven: an arrival at
-	 * (amb_parent, amb_name) before its watch's MOVE_SELF takes the watch. */
-	struct tdir *amb_parent;
-	struct strref *amb_name;
-	dev_t dev;
+	struct tdir_amb *amb;    /* left its place while its identity was unproven */
 	ino_t ino;               /* known: from a listing (its own or its parent's) */
 	uint64_t due_ns;         /* WAITING: not before */
+	char *name;              /* iname, or a longer name a rename gave */
 	union {
-		uint64_t seen;       /* WAITING: events read when its read failed */
+		/* WAITING, unless for a resource: the low bits of the count
+		 * of events read when its read failed (a wrap at most delays
+		 * the read until it is due) */
+		uint32_t seen;
 		uint32_t out_cookie; /* LIMBO, self_due: its move's cookie */
 	};
-	char *name;              /* iname, or a longer name a rename gave */
 	uint32_t walk_gen;       /* the window that last read it */
 	uint16_t namecap;        /* bytes iname holds, NUL included */
-	bool ino_known;          /* ino was known before its read (its parent's listing) */
-	bool unproven;           /* its watch is whatever its path led to at its read */
-	bool synth;              /* report what it holds as synthetic FSNW_CREATE */
-	bool conflict;           /* its read met the watch of another directory of the tree */
-	bool listed;             /* walk_commit: its parent's listing has it */
-	bool starved;            /* its read lacked a resource (FSNW_OVERFLOW said so) */
-	bool self_due;           /* LIMBO, moved out: kept until its MOVE_SELF, reported at path */
+	bool ino_known : 1;      /* ino was known before its read (its parent's listing) */
+	bool unproven : 1;       /* its watch is whatever its path led to at its read */
+	bool synth : 1;          /* report what it holds as synthetic FSNW_CREATE */
+	bool conflict : 1;       /* its read met the watch of another directory of the tree */
+	bool listed : 1;         /* walk_commit: its parent's listing has it */
+	bool starved : 1;        /* its read lacked a resource (FSNW_OVERFLOW said so) */
+	bool self_due : 1;       /* LIMBO, moved out: kept until its MOVE_SELF, reported at path */
+	bool wants_room : 1;     /* WAITING for a resource, not for events */
 	char iname[];
 };
 _Static_assert(offsetof(struct tdir, state) < 32, "tree_event_path's fields lead struct tdir");

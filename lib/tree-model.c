@@ -98,17 +98,22 @@ static bool rename_to(struct tdir *d, const char *name, size_t len)
 
 struct tdir *tdir_new(struct tree *t, struct tdir *parent, const char *name, size_t len)
 {
+	/* The name from the record's tail padding on: malloc's sizes step by
+	 * 16 bytes, and a tree has a record a directory. */
+	size_t size = offsetof(struct tdir, iname) + len + 1;
 	struct tdir *d;
 
 	if (len > NAME_MAX || (parent && htab_reserve(&t->children, 1) < 0))
 		return NULL;
-	d = mem_zalloc(sizeof(*d) + len + 1);
+	if (size < sizeof(*d))
+		size = sizeof(*d);
+	d = mem_zalloc(size);
 	if (!d)
 		return NULL;
 	d->t = t;
 	list_init(&d->qnode);
 	d->name = d->iname;
-	d->namecap = (uint16_t)(len + 1);
+	d->namecap = (uint16_t)(size - offsetof(struct tdir, iname));
 	d->namelen = (uint16_t)len;
 	memcpy(d->iname, name, len);
 	d->state = TD_PENDING;
@@ -269,7 +274,7 @@ void tdir_to_limbo(struct tdir *d)
 	assert(d != d->t->root);
 	link_out(d);
 	walk_listing_free(d);
-	if (!d->l && !d->child && !d->amb_name) {
+	if (!d->l && !d->child && !d->amb) {
 		tdir_forget(NULL, d, false); /* nothing to keep: no watch, no syscall */
 		return;
 	}
@@ -334,7 +339,7 @@ static void free_dir(struct fsnw *w, struct tdir *d, bool park)
 	if (t->root == d)
 		t->root = NULL;
 	strref_put(d->path);
-	strref_put(d->amb_name);
+	mem_free(d->amb);
 	if (d->name != d->iname)
 		mem_free(d->name);
 	t->ndirs--;
@@ -443,17 +448,20 @@ static bool ino_at(struct fsnw *w, struct tdir *d, ino_t ino)
 
 static void clear_ambiguous(struct tdir *d)
 {
-	strref_put(d->amb_name);
-	d->amb_name = NULL;
-	d->amb_parent = NULL;
+	mem_free(d->amb);
+	d->amb = NULL;
 }
 
 /* d's watch may belong to what arrives at (parent, name): remember the place. */
 static void note_ambiguous(struct tdir *d, struct tdir *parent, const char *name, size_t len)
 {
 	clear_ambiguous(d);
-	d->amb_name = strref_new(name, len);
-	d->amb_parent = d->amb_name ? parent : NULL;
+	d->amb = mem_alloc(sizeof(*d->amb) + len);
+	if (!d->amb)
+		return;
+	d->amb->parent = parent;
+	d->amb->len = (uint16_t)len;
+	memcpy(d->amb->name, name, len);
 }
 
 /* What waits in limbo for an arrival at (parent, name). */
@@ -463,8 +471,8 @@ static struct tdir *ambiguous_at(struct tree *t, const struct tdir *parent, cons
 	for (struct list *pos = t->limbo.next; pos != &t->limbo; pos = pos->next) {
 		struct tdir *x = list_entry(pos, struct tdir, qnode);
 
-		if (x->amb_parent == parent && x->amb_name->len == len &&
-		    !memcmp(x->amb_name->s, name, len))
+		if (x->amb && x->amb->parent == parent && x->amb->len == len &&
+		    !memcmp(x->amb->name, name, len))
 			return x;
 	}
 	return NULL;
@@ -501,7 +509,6 @@ static void take_watch(struct tdir *n, struct tdir *x)
 	n->lst = x->lst;
 	x->lst = NULL;
 	n->ino = x->ino;
-	n->dev = x->dev;
 	n->ino_known = true;
 	n->walk_gen = x->walk_gen;
 	clear_ambiguous(x);
@@ -706,7 +713,7 @@ static bool self_event(struct fsnw *w, struct tree *t, struct tdir *d, const str
 	tree_report(w, t, d, ev->mask, ev->cookie, NULL, 0);
 	if (!(ev->mask & (FSNW_MOVE_SELF | FSNW_DELETE_SELF)))
 		return false;
-	if (d->amb_name)
+	if (d->amb)
 		clear_ambiguous(d); /* its watch is its own: it moved (or went) itself */
 	/*
 	 * The root renamed: inotify tells no new name, and nothing here holds
@@ -793,7 +800,7 @@ bool tree_event(struct fsnw *w, struct link *l, const struct kevent *ev)
 		/* Left the tree: nothing of it is reported but the MOVE_SELF of
 		 * its move out (moved_out); and a watch whose identity waited
 		 * for proof has it now. */
-		if (self && d->amb_name)
+		if (self && d->amb)
 			clear_ambiguous(d);
 		if (self && d->self_due && (ev->mask & FSNW_MOVE_SELF)) {
 			d->self_due = false;

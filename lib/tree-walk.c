@@ -34,7 +34,6 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "mem.h"
@@ -242,7 +241,7 @@ static void root_opened(struct fsnw *w, struct tree *t, struct tdir *d, int fd)
 	ssize_t n;
 
 	if (sys_fstat(&w->st.sys_walk, fd, &st) == 0) {
-		t->root_dev = d->dev = st.st_dev;
+		t->root_dev = st.st_dev;
 		t->root_ino = st.st_ino;
 	}
 	if (w->trees.mounts.check_fd < 0 || t->canon_root)
@@ -394,18 +393,15 @@ static int watch_fd(struct fsnw *w, struct tree *t, struct tdir *d, int fd, bool
 }
 
 /* Is fd the mount root of another filesystem (or of a bind mount)? */
-static bool mount_root(struct fsnw *w, int fd, struct tdir *d)
+static bool mount_root(struct fsnw *w, int fd)
 {
 	struct statx stx;
 
 	if (sys_statx(&w->st.sys_walk, fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_INO,
 		      &stx) < 0)
 		return false;
-	if (!(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
-	    !(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
-		return false;
-	d->dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
-	return true;
+	return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+	       (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
 }
 
 /*
@@ -422,7 +418,7 @@ static bool identity_holds(struct fsnw *w, struct tdir *d, int fd, const struct 
 
 	if (self && parent)
 		return true;
-	if (mount_root(w, fd, d))
+	if (mount_root(w, fd))
 		return true;
 	if (!parent)
 		parent = sys_fstatat(&w->st.sys_walk, fd, "..", &st, 0) == 0 &&
@@ -462,7 +458,8 @@ static void wait_again(struct fsnw *w, struct tdir *d, bool transient)
 		tdir_set_state(d, TD_FAILED);
 		return;
 	}
-	d->seen = transient ? UINT64_MAX : w->st.events_read;
+	d->wants_room = transient;
+	d->seen = (uint32_t)w->st.events_read;
 	/* The first try again is at the next drain, then after 10 ms, doubling. */
 	d->due_ns = stats_now_ns() + retry_delay(d->tries + 1);
 	tdir_set_state(d, TD_WAITING);
@@ -667,8 +664,6 @@ static void visit(struct fsnw *w, struct tree *t, struct tdir *d, struct walk_pa
 		read_failed(w, t, d, fd);
 		return;
 	}
-	if (d->parent)
-		d->dev = d->parent->dev;
 	/* Its echoes (OPEN, CLOSE_NOWRITE on its parent) are ours, even if
 	 * its watch fails. */
 	d->walk_gen = t->ts->window_gen;
@@ -803,7 +798,6 @@ static void listed_dir(struct fsnw *w, struct tree *t, struct tdir *d, const str
 	}
 	c->ino = e->ino;
 	c->ino_known = true;
-	c->dev = d->dev;
 	c->synth = d->synth;
 	c->listed = true;
 	tdir_set_state(c, TD_PENDING);

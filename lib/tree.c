@@ -284,7 +284,7 @@ static void close_window(struct fsnw *w)
 	while (!list_empty(&done)) {
 		struct tdir *d = list_first(&done, struct tdir, qnode);
 
-		assert(!d->amb_name);
+		assert(!d->amb);
 		walk_commit(w, d);
 	}
 	if (!list_empty(&ts->stepped))
@@ -309,7 +309,7 @@ static void start_waiting(struct fsnw *w, struct tree *t, bool retry)
 		if (!now)
 			now = stats_now_ns();
 		due = now >= d->due_ns;
-		if (!due && !all && (d->seen == UINT64_MAX || d->seen == w->st.events_read))
+		if (!due && !all && (d->wants_room || d->seen == (uint32_t)w->st.events_read))
 			continue;
 		if (due)
 			d->tries++;
