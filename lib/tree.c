@@ -143,6 +143,7 @@ void tree_remove(struct fsnw *w, struct watch *lw, bool park)
 	else
 		for_each_top(t, forget_top, w, park);
 	tree_free_struct(&w->trees, lw);
+	kwatch_changed(&w->kwatches);
 }
 
 /* Undo a tree add exactly: created marks go, revived ones park again. */
@@ -156,6 +157,7 @@ void tree_undo(struct fsnw *w, struct watch *lw)
 	}
 	for_each_top(t, undo_top, w, false);
 	tree_free_struct(&w->trees, lw);
+	kwatch_changed(&w->kwatches);
 }
 
 static int absolute_root(struct fsnw *w, struct tree *t, const struct strref *path)
@@ -240,6 +242,7 @@ int tree_add(struct fsnw *w, struct watch *lw)
 	kwatch_hold_lock(&w->kwatches, false);
 	if (ret < 0)
 		tree_undo(w, lw);
+	kwatch_changed(&w->kwatches);
 	return ret < 0 ? ret : 0;
 }
 
@@ -262,6 +265,7 @@ bool tree_link_dropped(struct fsnw *w, struct link *l)
 		return false;
 	if (d == t->root)
 		return true;
+	kwatch_changed(&w->kwatches);
 	tree_flush_from(w, t);
 	tdir_forget(w, d, false);
 	return false;
@@ -386,6 +390,7 @@ bool trees_after_drain(struct fsnw *w, bool retry)
 			note_freed(w);
 		return false;
 	}
+	kwatch_changed(&w->kwatches);
 	for (pos = ts->all.next; pos != &ts->all; pos = pos->next)
 		tree_flush_from(w, list_entry(pos, struct tree, node));
 	close_window(w);
@@ -421,6 +426,7 @@ void trees_overflow(struct fsnw *w)
 {
 	struct list *pos;
 
+	kwatch_changed(&w->kwatches);
 	fantree_overflow(w);
 	for (pos = w->trees.all.next; pos != &w->trees.all; pos = pos->next) {
 		struct tree *t = list_entry(pos, struct tree, node);
@@ -436,8 +442,10 @@ void trees_overflow(struct fsnw *w)
 
 void trees_settle(struct fsnw *w)
 {
-	if (unlikely(fantrees_busy(&w->trees.fan)))
+	if (unlikely(fantrees_busy(&w->trees.fan))) {
+		kwatch_changed(&w->kwatches);
 		fantree_settle(w);
+	}
 }
 
 struct watch *trees_pop_ended(struct trees *ts, bool *failed)
@@ -518,6 +526,7 @@ static void mount_changed(void *arg, const struct mount_entry *m, bool appeared)
 	struct trees *ts = &w->trees;
 	struct list *pos;
 
+	kwatch_changed(&w->kwatches);
 	for (pos = ts->all.next; pos != &ts->all; pos = pos->next) {
 		struct tree *t = list_entry(pos, struct tree, node);
 		const struct strref *c = t->canon_root;
