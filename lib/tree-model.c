@@ -776,7 +776,7 @@ bool tree_event(struct fsnw *w, struct link *l, const struct kevent *ev)
 
 	if (!d)
 		return false;
-	kwatch_changed(&w->kwatches);
+	tree_changing(w);
 	t = d->t;
 	if (ev->name ? (ev->mask & FSNW_ISDIR) && (ev->mask & (FSNW_DELETE | FSNW_MOVE)) :
 		       (ev->mask & (FSNW_MOVE_SELF | FSNW_DELETE_SELF)) != 0)

@@ -138,12 +138,12 @@ void tree_remove(struct fsnw *w, struct watch *lw, bool park)
 
 	if (!t)
 		return;
+	tree_changing(w);
 	if (t->fan)
 		fantree_remove(w, t->fan, park);
 	else
 		for_each_top(t, forget_top, w, park);
 	tree_free_struct(&w->trees, lw);
-	kwatch_changed(&w->kwatches);
 }
 
 /* Undo a tree add exactly: created marks go, revived ones park again. */
@@ -155,9 +155,9 @@ void tree_undo(struct fsnw *w, struct watch *lw)
 		tree_remove(w, lw, false);
 		return;
 	}
+	tree_changing(w);
 	for_each_top(t, undo_top, w, false);
 	tree_free_struct(&w->trees, lw);
-	kwatch_changed(&w->kwatches);
 }
 
 static int absolute_root(struct fsnw *w, struct tree *t, const struct strref *path)
@@ -217,6 +217,7 @@ int tree_add(struct fsnw *w, struct watch *lw)
 
 	if (!t)
 		return -ENOMEM;
+	tree_changing(w);
 	htab_init(&t->children);
 	list_init(&t->visits);
 	list_init(&t->waiting);
@@ -242,7 +243,7 @@ int tree_add(struct fsnw *w, struct watch *lw)
 	kwatch_hold_lock(&w->kwatches, false);
 	if (ret < 0)
 		tree_undo(w, lw);
-	kwatch_changed(&w->kwatches);
+	tree_changing(w); /* its walk made directories and links */
 	return ret < 0 ? ret : 0;
 }
 
@@ -265,7 +266,7 @@ bool tree_link_dropped(struct fsnw *w, struct link *l)
 		return false;
 	if (d == t->root)
 		return true;
-	kwatch_changed(&w->kwatches);
+	tree_changing(w);
 	tree_flush_from(w, t);
 	tdir_forget(w, d, false);
 	return false;
@@ -390,7 +391,7 @@ bool trees_after_drain(struct fsnw *w, bool retry)
 			note_freed(w);
 		return false;
 	}
-	kwatch_changed(&w->kwatches);
+	tree_changing(w);
 	for (pos = ts->all.next; pos != &ts->all; pos = pos->next)
 		tree_flush_from(w, list_entry(pos, struct tree, node));
 	close_window(w);
@@ -426,7 +427,7 @@ void trees_overflow(struct fsnw *w)
 {
 	struct list *pos;
 
-	kwatch_changed(&w->kwatches);
+	tree_changing(w);
 	fantree_overflow(w);
 	for (pos = w->trees.all.next; pos != &w->trees.all; pos = pos->next) {
 		struct tree *t = list_entry(pos, struct tree, node);
@@ -443,7 +444,7 @@ void trees_overflow(struct fsnw *w)
 void trees_settle(struct fsnw *w)
 {
 	if (unlikely(fantrees_busy(&w->trees.fan))) {
-		kwatch_changed(&w->kwatches);
+		tree_changing(w);
 		fantree_settle(w);
 	}
 }
@@ -526,7 +527,7 @@ static void mount_changed(void *arg, const struct mount_entry *m, bool appeared)
 	struct trees *ts = &w->trees;
 	struct list *pos;
 
-	kwatch_changed(&w->kwatches);
+	tree_changing(w);
 	for (pos = ts->all.next; pos != &ts->all; pos = pos->next) {
 		struct tree *t = list_entry(pos, struct tree, node);
 		const struct strref *c = t->canon_root;

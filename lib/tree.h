@@ -24,13 +24,15 @@
  *   trees_mount_fd / trees_check_mounts   the mount table (engine)
  *   trees_pop_ended    a tree that lost its root, for the router to end
  *
- * Each operation that may change what tree_event_path answers for a link
- * moves kwatches.route_gen on (kwatch_changed), so that the router's
- * answers (route.h) go; the rest change no directory: tree_event_deferred
- * (it builds the path of a directory whose path is stale, never one that
- * answered), trees_hear (a fanotify tree shuts the lane while it exists),
+ * Each operation that may change what tree_event_path answers for a link,
+ * or put a directory's path, moves kwatches.route_gen on (kwatch_changed),
+ * so that the router's answers (route.h) go, and has the paths the tree
+ * lane lent take a reference (queue_keep_lent); the rest change no
+ * directory: tree_event_deferred (it builds the path of a directory whose
+ * path is stale, never one that answered or was lent since it went
+ * stale), trees_hear (a fanotify tree shuts the lane while it exists),
  * tree_add_result and trees_pop_ended (flags the check does not read),
- * tree_free (the handle closes).
+ * tree_free (the handle closes, its queue freed first).
  */
 #ifndef FSNW_TREE_H
 #define FSNW_TREE_H

@@ -206,6 +206,51 @@ START_TEST(dir_made_again)
 }
 END_TEST
 
+/*
+ * The events a read returned report their directories' paths until the
+ * next read, whatever happens meanwhile: the tree removed (its paths put)
+ * and another added whose paths are as long (their strings may take the
+ * records the first tree's had).
+ */
+START_TEST(paths_outlive_remove)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	char a[PATH_MAX], c[PATH_MAX], x[PATH_MAX], y[PATH_MAX];
+	const char *dirs[] = { c, a };
+	struct fsnw_event evs[16];
+	struct ev *copy;
+	int wid, n;
+
+	make_dir(dir, "a");
+	make_dir(dir, "c");
+	make_dir(dir, "x");
+	make_dir(pjoin(x, dir, "x"), "y");
+	pjoin(a, dir, "a");
+	pjoin(c, dir, "c");
+	pjoin(y, x, "y");
+	wid = fsnw_add(w, dir, FSNW_CLOSE_WRITE, FSNW_WATCH_TREE);
+	ck_assert_int_gt(wid, 0);
+	warm(w, wid, dirs, 2);
+	write_bytes(c, "held", "x");
+	write_bytes(a, "held", "x");
+	n = fsnw_read(w, evs, 16, 0);
+	ck_assert_int_eq(n, 2);
+	ck_assert_int_eq(fsnw_remove(w, wid), 0);
+	ck_assert_int_gt(fsnw_add(w, x, FSNW_CLOSE_WRITE, FSNW_WATCH_TREE), 0);
+	write_bytes(y, "other", "x");
+	ck_assert_str_eq(evs[0].path, c);
+	ck_assert_str_eq(evs[1].path, a);
+	ck_assert_str_eq(evs[0].name, "held");
+	n = collect_now(w, &copy, 16);
+	ck_assert_int_eq(n, 1);
+	ck_assert_str_eq(copy[0].path, y);
+	evs_free(copy);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 TEST_SUITE(tree_lane)
 {
 	Suite *s = suite_create("tree_lane");
@@ -214,5 +259,6 @@ TEST_SUITE(tree_lane)
 	ADD_TEST(s, plain_watch_joins);
 	ADD_TEST(s, tree_added_again);
 	ADD_TEST(s, dir_made_again);
+	ADD_TEST(s, paths_outlive_remove);
 	return s;
 }
