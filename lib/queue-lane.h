@@ -58,7 +58,8 @@ bool queue_lane_open(struct queue *q, struct qowner *owner, struct strref *path,
 		     struct queue_lane *ln);
 
 /* Note path as reported by the entries from ln->run0 on: with a reference,
- * or, lending, without (queue_keep_lent gives it one). A run reports one. */
+ * or, lending, without (queue_keep_lent gives it one). A run reports one.
+ * A lent path noted twice costs a store, which no test for it would save. */
 static inline void queue_lane_hold(struct queue_lane *ln, struct strref *path)
 {
 	struct direct *d = ln->d;
@@ -66,8 +67,7 @@ static inline void queue_lane_hold(struct queue_lane *ln, struct strref *path)
 	/* Each note is of entries of its own: held has room. */
 	assert(d->nheld + d->nlent < ln->n);
 	if (ln->lend) {
-		if (!d->nlent || d->held[d->max - d->nlent] != path)
-			d->held[d->max - 1 - d->nlent++] = path;
+		d->held[d->max - 1 - d->nlent++] = path;
 	} else if (!d->nheld || d->held[d->nheld - 1] != path) {
 		d->held[d->nheld++] = strref_get(path);
 	}
