@@ -162,7 +162,8 @@ static bool route_one(void *arg, const struct kevent *ev)
 	d->room = pushes < d->room ? d->room - pushes : 0;
 	if (d->room && d->room >= pushes) {
 		if ((d->lane.kw || d->lane.tree) && w->be->inotify_records)
-			d->ql_open = queue_lane_open(w->q, d->lane.owner, d->lane.path, &d->ql);
+			d->ql_open = queue_lane_open(w->q, d->lane.owner, d->lane.path,
+						     d->lane.tree != NULL, &d->ql);
 		return true;
 	}
 	d->stop = true;
@@ -304,7 +305,8 @@ static void begin_lane(struct drain *d, const struct inotify_rec *rec)
 	if (!d->direct || (d->flags & DRAIN_COMPLETE) || !d->room)
 		return;
 	if (route_lane_begin(w, rec->wd, rec->mask, rec->name, &d->lane))
-		d->ql_open = queue_lane_open(w->q, d->lane.owner, d->lane.path, &d->ql);
+		d->ql_open = queue_lane_open(w->q, d->lane.owner, d->lane.path,
+					     d->lane.tree != NULL, &d->ql);
 }
 
 /*

@@ -136,6 +136,7 @@ FSNW_EXPORT void fsnw_close(struct fsnw *w)
 	 * trees' cache hold paths from the watches' pool, which must have
 	 * them all back before it is freed. */
 	queue_free(w->q);
+	route_fini(&w->answers);
 	kwatch_table_fini(&w->kwatches);
 	trees_fini(&w->trees, &w->st);
 	watches_fini(w);

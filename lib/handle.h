@@ -10,6 +10,7 @@
  *   kwatch.c          kwatches: kernel watches, links, idle cache
  *   tree.c            trees: tree work lists and the walk window
  *   queue.c           q: the event queue
+ *   route.c           answers: the tree lane's answers by wd
  *   the backend       be_state and the marks behind kfd
  *   every module      st: the counters of what it does
  */
@@ -28,6 +29,7 @@
 #include "lock.h"
 #include "probes.h"
 #include "queue.h"
+#include "route.h"
 #include "tree.h"
 #include "watches.h"
 
@@ -58,6 +60,7 @@ struct fsnw {
 	struct kwatches kwatches;
 	struct trees trees;
 	struct queue *q;
+	struct route_answers answers;
 	struct fsnw_stats st;   /* counters; queue figures are folded in at snapshot */
 	struct stats_clock clock;
 	struct fsnw_histogram lat[LAT_KINDS];

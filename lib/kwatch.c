@@ -167,6 +167,7 @@ static void kwatch_forget(struct fsnw *w, struct kwatch *kw)
 	if (t->hot == kw)
 		t->hot = NULL;
 	keytab_remove(&t->by_key, kwatch_tag(kw->key, kw->keylen), kw);
+	kwatch_changed(t);
 	if (kw->state == KW_PARKED) {
 		list_del(&kw->lru);
 		t->nparked--;
@@ -589,6 +590,7 @@ static struct kwatch *kwatch_new(struct fsnw *w, const struct kkey *key, uint32_
 	kw->excl_unlink = w->be->excl_unlink && (flags & FSNW_WATCH_EXCL_UNLINK);
 	kw->serial = ++w->kwatches.serial;
 	keytab_insert(&w->kwatches.by_key, kwatch_tag(kw->key, kw->keylen), kw);
+	kwatch_changed(&w->kwatches);
 	return kw;
 }
 
@@ -603,6 +605,7 @@ FSNW_COLD static void take_over(struct fsnw *w, struct kwatch *kw, uint32_t flag
 	kw->serial = ++w->kwatches.serial;
 	kw->state = KW_LIVE;
 	kw->dropped = false;
+	kwatch_changed(&w->kwatches);
 	kw->kmask = 0;
 	kw->excl_unlink = w->be->excl_unlink && (flags & FSNW_WATCH_EXCL_UNLINK);
 }
@@ -638,6 +641,7 @@ static void link_unlink(struct fsnw *w, struct link *l)
 		}
 	}
 	list_del(&l->knode);
+	kwatch_changed(&w->kwatches);
 	l->kw->nlinks--;
 	l->watch->nlinks--;
 	link_free(&w->kwatches, l);
@@ -763,6 +767,7 @@ static int link_kwatch(struct fsnw *w, struct watch *lw, struct kwatch *kw, bool
 		t->npending++;
 	}
 	list_add_tail(&l->knode, &kw->links);
+	kwatch_changed(t);
 	kw->nlinks++;
 	lw->nlinks++;
 	return 0;
@@ -955,6 +960,7 @@ void kwatch_activate(struct kwatches *t, struct link *l)
 		t->npending--;
 	}
 	l->active = true;
+	kwatch_changed(t);
 }
 
 void kwatch_release_held(struct fsnw *w, struct watch *lw)
@@ -971,6 +977,7 @@ void kwatch_release_held(struct fsnw *w, struct watch *lw)
 		return;
 	}
 	l->active = true;
+	kwatch_changed(&w->kwatches);
 }
 
 struct link *kwatch_pop_pending(struct kwatches *t)
@@ -982,6 +989,7 @@ struct link *kwatch_pop_pending(struct kwatches *t)
 	l = list_first(&t->pending, struct link, pnode);
 	list_del(&l->pnode);
 	t->npending--;
+	kwatch_changed(t); /* the caller makes it live, or detaches it */
 	return l;
 }
 
@@ -1000,6 +1008,7 @@ bool kwatch_dropped(struct fsnw *w, struct kwatch *kw)
 {
 	w->st.kernel_drops++;
 	kw->dropped = true;
+	kwatch_changed(&w->kwatches);
 	kwatch_note_drop(&w->kwatches, kw->key, kw->keylen);
 	switch (kw->state) {
 	case KW_PARKED:

@@ -148,12 +148,22 @@ struct kwatches {
 	uint64_t unmarks;
 	uint64_t unmarks_at_empty;
 	struct kwatch *hot;   /* the last one kwatch_find_hot found (cleared when freed) */
+	/* Moves on at every change of what routing an event reads: a key's
+	 * kernel watch, its links, their states, and (kwatch_changed, from
+	 * the trees) a tree's directories. Answers kept while it stays (the
+	 * router's, route.h) stand. */
+	uint64_t route_gen;
 	/* The clock read that ended a remove's timing, where the next flush
 	 * starts timing its first unmark (kwatch_flush_after); 0: none. */
 	uint64_t flush_t0;
 };
 
 void kwatch_table_init(struct kwatches *t, size_t idle_max);
+/* What routing finds for some kernel watch may differ from now on. */
+static inline void kwatch_changed(struct kwatches *t)
+{
+	t->route_gen++;
+}
 /* Free every kernel watch and link. No syscalls: closing the group fd drops
  * the marks. */
 void kwatch_table_fini(struct kwatches *t);

@@ -131,7 +131,7 @@ int qdirect_add(struct queue *q, const struct queue_pend *p, uint8_t f, uint32_t
 
 /* ---- the lane (queue-lane.h) ---- */
 
-bool queue_lane_open(struct queue *q, struct qowner *owner, struct strref *path,
+bool queue_lane_open(struct queue *q, struct qowner *owner, struct strref *path, bool lend,
 		     struct queue_lane *ln)
 {
 	struct direct *d = &q->d;
@@ -157,6 +157,7 @@ bool queue_lane_open(struct queue *q, struct qowner *owner, struct strref *path,
 		.seed = key_seed(owner, path),
 		.wid = owner->wid,
 		.merge = q->merge,
+		.lend = lend,
 	};
 	/* d->n counts purged entries too: past the capacity by it, queue_push_one decides. */
 	if (q->capacity != FSNW_QUEUE_UNLIMITED && q->capacity < d->max)
@@ -170,10 +171,10 @@ void queue_lane_close(struct queue *q, struct queue_lane *ln)
 	uint32_t added = ln->n - ln->n0;
 
 	if (added) {
-		/* One reference on the path covers every entry that reports it
-		 * (queue_lane_repath took those of the paths before it). */
-		if (ln->n > ln->run0 && (!d->nheld || d->held[d->nheld - 1] != ln->path))
-			d->held[d->nheld++] = strref_get(ln->path);
+		/* One note of the path covers every entry that reports it
+		 * (queue_lane_repath made those of the paths before it). */
+		if (ln->n > ln->run0)
+			queue_lane_hold(ln, ln->path);
 		direct_note_owner(d, ln->owner);
 		ln->owner->queued += added;
 		d->live += added;
@@ -198,6 +199,7 @@ bool queue_direct_begin(struct queue *q, struct fsnw_event *evs, size_t max)
 	queue_flush(q);
 	if (d->on || d->lent || q->waiting || q->overflow_pending || !max)
 		return false;
+	assert(!d->nheld && !d->nlent); /* released with the last read's strings */
 	if (max > QUEUE_DIRECT_MAX)
 		max = QUEUE_DIRECT_MAX;
 	/* The index at most half full: the least power of two at or above
@@ -358,13 +360,26 @@ size_t qdirect_purge(struct queue *q, struct qowner *owner)
 	return n;
 }
 
+void queue_keep_lent(struct queue *q)
+{
+	struct direct *d = &q->d;
+	uint32_t top = d->max - d->nlent;
+
+	/* The notes move down in the order they lie, each to an index at or
+	 * below its own (nheld <= top), so none is written over unread. */
+	assert(d->nheld <= top);
+	for (uint32_t i = 0; i < d->nlent; i++)
+		d->held[d->nheld++] = strref_get(d->held[top + i]);
+	d->nlent = 0;
+}
+
 void qdirect_release(struct queue *q)
 {
 	struct direct *d = &q->d;
 
 	for (uint32_t i = 0; i < d->nheld; i++)
 		strref_put(d->held[i]);
-	d->nheld = 0;
+	d->nheld = d->nlent = 0;
 	d->lent = false;
 	arena_reset(&d->names);
 }

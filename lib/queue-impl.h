@@ -67,9 +67,13 @@ struct direct {
 	bool mixed;
 	bool ignored;           /* an entry is an FSNW_IGNORED (qdirect_add's) */
 	/* A reference on each path the read's entries report, kept until the
-	 * release: a run of entries with one path takes one. */
+	 * release: a run of entries with one path takes one, from the bottom
+	 * (nheld). A lending lane's paths take none: they are noted from the
+	 * top (held[max - 1 - i], i < nlent) until queue_keep_lent gives them
+	 * one. Each note is of entries of its own: nheld + nlent <= n. */
 	struct strref **held;
 	uint32_t nheld;
+	uint32_t nlent;
 	bool on;
 	bool lent;              /* the last direct read's strings are still lent */
 	bool lend_names;        /* queue_direct_begin's */

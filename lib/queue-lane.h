@@ -42,34 +42,51 @@ struct queue_lane {
 	uint64_t seed;    /* key_seed of owner and path */
 	int wid;
 	bool merge;
+	bool lend;        /* its paths are noted without a reference (queue_lane_open) */
 };
 
 /*
  * Open a lane for owner's events at path (owner not NULL) if a direct read
  * takes them: a direct read with names lent, nothing waiting behind the
  * array, no overflow pending, room left. Deferred pushes go in first.
+ * lend: the paths the lane reports take no reference; their owner keeps
+ * them until queue_release_delivered, and calls queue_keep_lent before it
+ * puts one (a tree's directories' paths: a read reports many, each a cold
+ * line whose reference would cost a miss to take and another to put).
  */
-bool queue_lane_open(struct queue *q, struct qowner *owner, struct strref *path,
+bool queue_lane_open(struct queue *q, struct qowner *owner, struct strref *path, bool lend,
 		     struct queue_lane *ln);
+
+/* Note path as reported by the entries from ln->run0 on: with a reference,
+ * or, lending, without (queue_keep_lent gives it one). A run reports one.
+ * A lent path noted twice costs a store, which no test for it would save. */
+static inline void queue_lane_hold(struct queue_lane *ln, struct strref *path)
+{
+	struct direct *d = ln->d;
+
+	/* Each note is of entries of its own: held has room. */
+	assert(d->nheld + d->nlent < ln->n);
+	if (ln->lend) {
+		d->held[d->max - 1 - d->nlent++] = path;
+	} else if (!d->nheld || d->held[d->nheld - 1] != path) {
+		d->held[d->nheld++] = strref_get(path);
+	}
+}
 /* Write the lane's counts back to the queue. */
 void queue_lane_close(struct queue *q, struct queue_lane *ln);
 
 /*
  * The lane's events from now on report path (of the same owner): a tree's
  * lane, whose records name its directories in any order. The path of the
- * entries taken so far keeps its reference, as queue_lane_close's does.
+ * entries taken so far is noted, as queue_lane_close's is.
  */
 static inline void queue_lane_repath(struct queue_lane *ln, struct strref *path)
 {
-	struct direct *d = ln->d;
 
 	if (path == ln->path)
 		return;
-	if (ln->n > ln->run0 && (!d->nheld || d->held[d->nheld - 1] != ln->path)) {
-		/* Each reference is of entries of its own: held has room. */
-		assert(d->nheld < ln->n);
-		d->held[d->nheld++] = strref_get(ln->path);
-	}
+	if (ln->n > ln->run0)
+		queue_lane_hold(ln, ln->path);
 	ln->path = path;
 	ln->pstr = path_str(path);
 	ln->seed = key_seed_path(ln->oseed, path);

@@ -162,6 +162,12 @@ void queue_overflow(struct queue *q);
  */
 size_t queue_pop(struct queue *q, struct fsnw_event *evs, size_t max);
 void queue_release_delivered(struct queue *q);
+/*
+ * The paths a lending lane reported (queue_lane_open) take a reference now,
+ * kept until queue_release_delivered: their owner is about to put some.
+ * Not while a lane is open.
+ */
+void queue_keep_lent(struct queue *q);
 
 /*
  * A direct read. begin: if nothing waits (and the last read's strings were

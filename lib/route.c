@@ -5,6 +5,7 @@
 #include "compiler.h"
 #include "handle.h"
 #include "inotify-decode.h"
+#include "mem.h"
 #include "route.h"
 
 /*
@@ -188,55 +189,165 @@ static struct strref *tree_lane_path(struct fsnw *w, const struct kwatch *kw,
 }
 
 /*
- * Each stage reads only lines the stage before prefetched, for all n
- * records, then prefetches what the next stage reads: the slots, the
- * kernel watches' routing lines (kwatch.h), their first links, their
- * directories, the paths those report. A record's misses then wait once a
- * stage, behind the n of the stage, not behind each other. The tests are
- * tree_lane_path's, each in the stage that brought what it reads; a
- * fanotify tree about fails them all (sole_link), so it is tested once.
+ * The check of the records recs[at[0..m-1]]: each stage reads only lines
+ * the stage before prefetched, for all m records, then prefetches what the
+ * next stage reads: the slots, the kernel watches' routing lines
+ * (kwatch.h), their first links, their directories, the paths those
+ * report. A record's misses then wait once a stage, behind the m of the
+ * stage, not behind each other. The tests are tree_lane_path's, each in
+ * the stage that brought what it reads; the caller tested that no
+ * fanotify tree is about (sole_link's test) and that the table has slots.
  */
-void route_tree_lane_paths(struct fsnw *w, const struct route_lane *lane,
-			   const struct inotify_rec *recs, unsigned n, struct strref **paths)
+static void check_records(struct fsnw *w, const struct watch *tree,
+			  const struct inotify_rec *recs, const unsigned *at, unsigned m,
+			  struct strref **paths)
 {
 	const struct keytab *kt = &w->kwatches.by_key;
 	const struct kwatch *kws[ROUTE_LANE_LOOK];
 	struct link *ls[ROUTE_LANE_LOOK];
 	size_t pos[ROUTE_LANE_LOOK];
 
+	for (unsigned j = 0; j < m; j++) {
+		pos[j] = keytab_home(kt, kwatch_tag((const unsigned char *)&recs[at[j]].wd, sizeof(int)));
+		__builtin_prefetch(&kt->slots[pos[j]]);
+	}
+	for (unsigned j = 0; j < m; j++) {
+		kws[j] = lane_guess(kt, recs[at[j]].wd, pos[j]);
+		if (kws[j])
+			__builtin_prefetch(&kws[j]->links);
+	}
+	for (unsigned j = 0; j < m; j++) {
+		kws[j] = lane_kwatch(&w->kwatches, recs[at[j]].wd, kws[j]);
+		ls[j] = lane_first_link(kws[j], recs[at[j]].mask);
+		if (ls[j]) { /* the line of knode, and of active if another */
+			__builtin_prefetch(ls[j]);
+			__builtin_prefetch(&ls[j]->active);
+		}
+	}
+	for (unsigned j = 0; j < m; j++) {
+		if (ls[j] && !lane_sole_link(kws[j], ls[j], tree))
+			ls[j] = NULL;
+		if (ls[j])
+			tree_link_prefetch(ls[j]);
+	}
+	for (unsigned j = 0; j < m; j++) {
+		const struct inotify_rec *r = &recs[at[j]];
+
+		paths[at[j]] = ls[j] ? tree_event_path(ls[j], r->mask, r->name) : NULL;
+		if (paths[at[j]])
+			__builtin_prefetch(paths[at[j]]);
+	}
+}
+
+/* The answers of tree's records while route_gen keeps its high half: on a
+ * new tree they all go (route_gen moves on), when the high half moves the
+ * table is cleared, so that a kept low half never meets its like again.
+ * NULL: no memory for them. */
+FSNW_COLD static struct route_answer *answers_reset(struct fsnw *w, const struct watch *tree)
+{
+	struct route_answers *a = &w->answers;
+
+	if (!a->tab && !(a->tab = mem_zalloc(ROUTE_ANSWERS * sizeof(*a->tab))))
+		return NULL;
+	if (a->tree != tree) {
+		kwatch_changed(&w->kwatches);
+		a->tree = tree;
+	}
+	if (a->gen_hi != (uint32_t)(w->kwatches.route_gen >> 32)) {
+		memset(a->tab, 0, ROUTE_ANSWERS * sizeof(*a->tab));
+		a->gen_hi = (uint32_t)(w->kwatches.route_gen >> 32);
+	}
+	return a->tab;
+}
+
+static inline struct route_answer *answers_of(struct fsnw *w, const struct watch *tree)
+{
+	const struct route_answers *a = &w->answers;
+
+	if (unlikely(!a->tab || a->tree != tree ||
+		     a->gen_hi != (uint32_t)(w->kwatches.route_gen >> 32)))
+		return answers_reset(w, tree);
+	return a->tab;
+}
+
+/* The entry of wd's answer. */
+static inline struct route_answer *answer_at(struct route_answer *tab, int wd)
+{
+	return &tab[(unsigned)wd & (ROUTE_ANSWERS - 1)];
+}
+
+/* The path kept for r's wd, if r is of the kind it answers for (the
+ * record's part of the check: lane_first_link's test of its mask, and
+ * tree_event_plain); NULL: check r. */
+static inline struct strref *answer_for(const struct route_answer *e, uint32_t gen,
+					const struct inotify_rec *r)
+{
+	if (e->wd != r->wd || e->gen != gen || (r->mask & (FSNW_IGNORED | FSNW_OVERFLOW)) ||
+	    !tree_event_plain(r->mask, r->name))
+		return NULL;
+	return e->path;
+}
+
+#ifdef FSNW_TEST_HOOKS
+/* The race tests' build checks every answer given against the check. */
+static void answer_verify(struct fsnw *w, const struct watch *tree, const struct inotify_rec *r,
+			  const struct strref *path)
+{
+	const struct kwatch *kw = kwatch_find(&w->kwatches, (const unsigned char *)&r->wd,
+					      sizeof(r->wd));
+
+	assert(tree_lane_path(w, kw, tree, r->mask, r->name) == path);
+}
+#else
+static inline void answer_verify(struct fsnw *w, const struct watch *tree,
+				 const struct inotify_rec *r, const struct strref *path)
+{
+}
+#endif
+
+/*
+ * A record whose wd has an answer takes it; the rest are checked
+ * (check_records), and the answers found are kept, under the current
+ * route_gen: nothing changes it between the check and the keeping.
+ */
+void route_tree_lane_paths(struct fsnw *w, const struct route_lane *lane,
+			   const struct inotify_rec *recs, unsigned n, struct strref **paths)
+{
+	struct route_answer *tab;
+	unsigned at[ROUTE_LANE_LOOK], m = 0;
+	uint32_t gen;
+
 	assert(lane->tree && n <= ROUTE_LANE_LOOK);
-	if (!kt->slots || !list_empty(&w->trees.fan.all)) {
+	if (!w->kwatches.by_key.slots || !list_empty(&w->trees.fan.all)) {
 		memset(paths, 0, n * sizeof(*paths));
 		return;
 	}
+	tab = answers_of(w, lane->tree);
+	gen = (uint32_t)w->kwatches.route_gen;
 	for (unsigned i = 0; i < n; i++) {
-		pos[i] = keytab_home(kt, kwatch_tag((const unsigned char *)&recs[i].wd, sizeof(int)));
-		__builtin_prefetch(&kt->slots[pos[i]]);
-	}
-	for (unsigned i = 0; i < n; i++) {
-		kws[i] = lane_guess(kt, recs[i].wd, pos[i]);
-		if (kws[i])
-			__builtin_prefetch(&kws[i]->links);
-	}
-	for (unsigned i = 0; i < n; i++) {
-		kws[i] = lane_kwatch(&w->kwatches, recs[i].wd, kws[i]);
-		ls[i] = lane_first_link(kws[i], recs[i].mask);
-		if (ls[i]) { /* the line of knode, and of active if another */
-			__builtin_prefetch(ls[i]);
-			__builtin_prefetch(&ls[i]->active);
-		}
-	}
-	for (unsigned i = 0; i < n; i++) {
-		if (ls[i] && !lane_sole_link(kws[i], ls[i], lane->tree))
-			ls[i] = NULL;
-		if (ls[i])
-			tree_link_prefetch(ls[i]);
-	}
-	for (unsigned i = 0; i < n; i++) {
-		paths[i] = ls[i] ? tree_event_path(ls[i], recs[i].mask, recs[i].name) : NULL;
-		if (paths[i])
+		paths[i] = tab ? answer_for(answer_at(tab, recs[i].wd), gen, &recs[i]) : NULL;
+		if (paths[i]) {
+			answer_verify(w, lane->tree, &recs[i], paths[i]);
 			__builtin_prefetch(paths[i]);
+		} else
+			at[m++] = i;
 	}
+	if (!m)
+		return;
+	check_records(w, lane->tree, recs, at, m, paths);
+	assert(gen == (uint32_t)w->kwatches.route_gen);
+	for (unsigned j = 0; tab && j < m; j++) {
+		const struct inotify_rec *r = &recs[at[j]];
+
+		if (paths[at[j]])
+			*answer_at(tab, r->wd) = (struct route_answer){ r->wd, gen, paths[at[j]] };
+	}
+}
+
+void route_fini(struct route_answers *a)
+{
+	mem_free(a->tab);
+	a->tab = NULL;
 }
 
 /* Open the lane after ev, if the records after it may take it: l (plain),

@@ -66,14 +66,44 @@ bool route_lane_begin(struct fsnw *w, int wd, uint32_t mask, const char *name,
  * The tree lane's check of n parsed inotify records: paths[i] is the path
  * to report recs[i] with if routing it would only push it for lane->tree,
  * as tree_event_deferred does; NULL if it must be routed (route_event).
- * The records' kernel watches, links, directories and paths are read in
- * stages, so that the misses of n records overlap instead of each
- * record's queueing behind the one before. The answers stand while
- * nothing but lane pushes happens.
+ * A record whose wd has an answer kept (struct route_answers) takes it;
+ * for the others the kernel watches, links, directories and paths are
+ * read in stages, so that the misses of n records overlap instead of each
+ * record's queueing behind the one before, and the answers found are
+ * kept. The paths stand while nothing but lane pushes happens.
  */
 #define ROUTE_LANE_LOOK 16
 void route_tree_lane_paths(struct fsnw *w, const struct route_lane *lane,
 			   const struct inotify_rec *recs, unsigned n, struct strref **paths);
+
+/*
+ * The tree lane's answers: the path route_tree_lane_paths found for a
+ * wd's records, kept for the next records of that wd, so that an event
+ * of a walked tree's directory costs a look at one entry instead of its
+ * kernel watch, link and directory. An answer is of one tree (the last
+ * lane's) and stands while kwatches.route_gen (kwatch.h) is what it was
+ * when the answer was kept: every change of what the check reads moves it
+ * on (a key's kernel watch, its links and their states, in kwatch.c; a
+ * tree's directories, at the tree module's entry points, tree.h). The
+ * record's own part of the check (its mask and name) is made each time.
+ * Direct-mapped by wd, a fixed ROUTE_ANSWERS entries (16 bytes each),
+ * allocated by the first tree lane.
+ */
+#define ROUTE_ANSWERS 1024
+struct route_answer {
+	int wd;
+	uint32_t gen;        /* route_gen's low half when it was kept */
+	struct strref *path; /* the directory's, borrowed as tree_event_path's */
+};
+struct route_answers {
+	struct route_answer *tab; /* NULL: none yet (or no memory: every record is checked) */
+	const struct watch *tree; /* whose answers tab holds */
+	uint32_t gen_hi;          /* route_gen's high half they are of (tab is cleared when it moves) */
+};
+_Static_assert(sizeof(struct route_answer) == 16, "four answers a cache line");
+
+/* Free the answers (the handle closes). */
+void route_fini(struct route_answers *a);
 
 /* After a kernel overflow: watches whose drop notice the full queue lost go now. */
 void route_reconcile(struct fsnw *w);

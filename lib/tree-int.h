@@ -150,6 +150,19 @@ struct tree {
 	bool counted;            /* counted in trees.nwork */
 };
 
+/*
+ * What a tree entry point does before it may change a directory (its
+ * state, listing, link or path; a directory made or freed, a MOVED_FROM
+ * held or let go): the router's answers go (route.h), and the paths a read
+ * lent without a reference (the tree lane's, queue_lane_open) take one, as
+ * a directory's path may be put from here on.
+ */
+static inline void tree_changing(struct fsnw *w)
+{
+	kwatch_changed(&w->kwatches);
+	queue_keep_lent(w->q);
+}
+
 /* ---- tree-model.c ---- */
 
 /* A new directory below parent (NULL: the root); NULL: ENOMEM. */

@@ -729,7 +729,7 @@ static inline bool only_reported(const struct tdir *d, uint32_t mask, const char
 {
 	/* What tree_event does more than report: a self event, a move, a
 	 * directory's entry, a listing to touch, a MOVED_FROM held, limbo. */
-	return d && name && !(mask & (FSNW_ISDIR | FSNW_MOVE)) && !d->lst && !d->t->from &&
+	return d && tree_event_plain(mask, name) && !d->lst && !d->t->from &&
 	       d->state != TD_LIMBO;
 }
 
@@ -783,6 +783,7 @@ bool tree_event(struct fsnw *w, struct link *l, const struct kevent *ev)
 
 	if (!d)
 		return false;
+	tree_changing(w);
 	t = d->t;
 	if (ev->name ? (ev->mask & FSNW_ISDIR) && (ev->mask & (FSNW_DELETE | FSNW_MOVE)) :
 		       (ev->mask & (FSNW_MOVE_SELF | FSNW_DELETE_SELF)) != 0)

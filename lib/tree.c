@@ -138,6 +138,7 @@ void tree_remove(struct fsnw *w, struct watch *lw, bool park)
 
 	if (!t)
 		return;
+	tree_changing(w);
 	if (t->fan)
 		fantree_remove(w, t->fan, park);
 	else
@@ -154,6 +155,7 @@ void tree_undo(struct fsnw *w, struct watch *lw)
 		tree_remove(w, lw, false);
 		return;
 	}
+	tree_changing(w);
 	for_each_top(t, undo_top, w, false);
 	tree_free_struct(&w->trees, lw);
 }
@@ -215,6 +217,7 @@ int tree_add(struct fsnw *w, struct watch *lw)
 
 	if (!t)
 		return -ENOMEM;
+	tree_changing(w);
 	htab_init(&t->children);
 	list_init(&t->visits);
 	list_init(&t->waiting);
@@ -240,6 +243,7 @@ int tree_add(struct fsnw *w, struct watch *lw)
 	kwatch_hold_lock(&w->kwatches, false);
 	if (ret < 0)
 		tree_undo(w, lw);
+	tree_changing(w); /* its walk made directories and links */
 	return ret < 0 ? ret : 0;
 }
 
@@ -262,6 +266,7 @@ bool tree_link_dropped(struct fsnw *w, struct link *l)
 		return false;
 	if (d == t->root)
 		return true;
+	tree_changing(w);
 	tree_flush_from(w, t);
 	tdir_forget(w, d, false);
 	return false;
@@ -386,6 +391,7 @@ bool trees_after_drain(struct fsnw *w, bool retry)
 			note_freed(w);
 		return false;
 	}
+	tree_changing(w);
 	for (pos = ts->all.next; pos != &ts->all; pos = pos->next)
 		tree_flush_from(w, list_entry(pos, struct tree, node));
 	close_window(w);
@@ -421,6 +427,7 @@ void trees_overflow(struct fsnw *w)
 {
 	struct list *pos;
 
+	tree_changing(w);
 	fantree_overflow(w);
 	for (pos = w->trees.all.next; pos != &w->trees.all; pos = pos->next) {
 		struct tree *t = list_entry(pos, struct tree, node);
@@ -436,8 +443,10 @@ void trees_overflow(struct fsnw *w)
 
 void trees_settle(struct fsnw *w)
 {
-	if (unlikely(fantrees_busy(&w->trees.fan)))
+	if (unlikely(fantrees_busy(&w->trees.fan))) {
+		tree_changing(w);
 		fantree_settle(w);
+	}
 }
 
 struct watch *trees_pop_ended(struct trees *ts, bool *failed)
@@ -518,6 +527,7 @@ static void mount_changed(void *arg, const struct mount_entry *m, bool appeared)
 	struct trees *ts = &w->trees;
 	struct list *pos;
 
+	tree_changing(w);
 	for (pos = ts->all.next; pos != &ts->all; pos = pos->next) {
 		struct tree *t = list_entry(pos, struct tree, node);
 		const struct strref *c = t->canon_root;

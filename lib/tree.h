@@ -23,6 +23,16 @@
  *   trees_after_drain  after a complete drain: the walks' steps (engine)
  *   trees_mount_fd / trees_check_mounts   the mount table (engine)
  *   trees_pop_ended    a tree that lost its root, for the router to end
+ *
+ * Each operation that may change what tree_event_path answers for a link,
+ * or put a directory's path, moves kwatches.route_gen on (kwatch_changed),
+ * so that the router's answers (route.h) go, and has the paths the tree
+ * lane lent take a reference (queue_keep_lent); the rest change no
+ * directory: tree_event_deferred (it builds the path of a directory whose
+ * path is stale, never one that answered or was lent since it went
+ * stale), trees_hear (a fanotify tree shuts the lane while it exists),
+ * tree_add_result and trees_pop_ended (flags the check does not read),
+ * tree_free (the handle closes, its queue freed first).
  */
 #ifndef FSNW_TREE_H
 #define FSNW_TREE_H
@@ -110,6 +120,12 @@ bool tree_event_deferred(struct fsnw *w, struct link *l, const struct kevent *ev
  * directory, which is never such an event.
  */
 struct strref *tree_event_path(struct link *l, uint32_t mask, const char *name);
+/* The event's own part of tree_event_path's test: a file's event, not a
+ * move (the rest is its directory's). */
+static inline bool tree_event_plain(uint32_t mask, const char *name)
+{
+	return name && !(mask & (FSNW_ISDIR | FSNW_MOVE));
+}
 /* Bring what tree_event_path reads of l's directory into the cache (a read
  * of l->tnode, prefetches of the rest). */
 void tree_link_prefetch(const struct link *l);

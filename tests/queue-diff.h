@@ -96,8 +96,10 @@ static bool diff_lane_push(struct diff *d, struct qowner *owner, struct strref *
 		diff_lane_close(d);
 	if (d->lane_open)
 		queue_lane_repath(&d->lane, path);
+	/* Odd owners' lanes lend their paths, as a tree's lane does. */
 	if (!d->lane_open)
-		d->lane_open = queue_lane_open(d->fast.q, owner, path, &d->lane);
+		d->lane_open = queue_lane_open(d->fast.q, owner, path,
+					       (owner - d->fast.owners) & 1, &d->lane);
 	if (d->lane_open && queue_lane_push(&d->lane, mask, cookie, name, len, room)) {
 		d->lane_pushes++;
 		return true;
@@ -188,6 +190,31 @@ static void diff_check_lent(const struct diff *d)
 	}
 }
 
+/* Whether the fast queue references path once more than the stream does. */
+static bool diff_kept(const struct diff *d, const char *path)
+{
+	for (int p = 0; p < DIFF_PATHS; p++)
+		if (path == d->paths[p]->s)
+			return d->paths[p]->refs >= 2;
+	return true;
+}
+
+/*
+ * The paths' owner is about to put some (queue_keep_lent): from then on
+ * every path the fast queue's entries report, in the direct read so far
+ * or delivered, is referenced by it.
+ */
+static void diff_keep_lent(struct diff *d)
+{
+	const struct direct *dr = &d->fast.q->d;
+
+	queue_keep_lent(d->fast.q);
+	for (uint32_t i = 0; dr->on && i < dr->n; i++)
+		DIFF_CHECK(!dr->evs[i].path || diff_kept(d, dr->evs[i].path));
+	for (size_t i = 0; i < d->nlent; i++)
+		DIFF_CHECK(!d->lent[i].path || diff_kept(d, d->lent[i].path));
+}
+
 static void diff_release(struct diff *d)
 {
 	diff_check_lent(d);
@@ -235,6 +262,7 @@ static void diff_read(struct diff *d, size_t max)
 			DIFF_CHECK(queue_direct_room(d->fast.q) <= max);
 			queue_flush(d->fast.q);
 		} else {
+			diff_keep_lent(d);
 			queue_flush(d->fast.q);
 		}
 	}
@@ -313,6 +341,8 @@ static void diff_stream(struct diff *dp)
 		} else if (op < 0xe0) {
 			diff_read(&d, (size_t)(diff_take(&d) % DIFF_MAX) + 1);
 		} else if (op < 0xe8) {
+			if (op & 1)
+				diff_keep_lent(&d);
 			diff_release(&d);
 		} else if (op < 0xf0) {
 			int o = diff_take(&d) % DIFF_OWNERS;
