@@ -239,22 +239,51 @@ static void check_records(struct fsnw *w, const struct watch *tree,
 	}
 }
 
+/* The entries the answers want: one a kernel watch, within the bounds. */
+static uint32_t answers_wanted(const struct fsnw *w)
+{
+	size_t n = w->kwatches.by_key.count;
+	uint32_t size = ROUTE_ANSWERS_MIN;
+
+	while (size < n && size < ROUTE_ANSWERS_MAX)
+		size *= 2;
+	return size;
+}
+
+/* A table of size entries in place of a's (kept if there is no memory). */
+static void answers_resize(struct route_answers *a, uint32_t size)
+{
+	struct route_answer *tab = mem_zalloc(size * sizeof(*tab));
+
+	if (!tab)
+		return;
+	mem_free(a->tab);
+	a->tab = tab;
+	a->mask = size - 1;
+}
+
 /* The answers of tree's records while route_gen keeps its high half: on a
  * new tree they all go (route_gen moves on), when the high half moves the
- * table is cleared, so that a kept low half never meets its like again.
- * NULL: no memory for them. */
+ * table is cleared, so that a kept low half never meets its like again; a
+ * table outgrown by the kernel watches is made anew, empty. NULL: no
+ * memory for them. */
 FSNW_COLD static struct route_answer *answers_reset(struct fsnw *w, const struct watch *tree)
 {
 	struct route_answers *a = &w->answers;
+	uint32_t size = answers_wanted(w);
 
-	if (!a->tab && !(a->tab = mem_zalloc(ROUTE_ANSWERS * sizeof(*a->tab))))
-		return NULL;
+	if (!a->tab || a->mask + 1 < size) {
+		answers_resize(a, size);
+		if (!a->tab)
+			return NULL;
+		a->gen_hi = (uint32_t)(w->kwatches.route_gen >> 32);
+	}
 	if (a->tree != tree) {
 		kwatch_changed(&w->kwatches);
 		a->tree = tree;
 	}
 	if (a->gen_hi != (uint32_t)(w->kwatches.route_gen >> 32)) {
-		memset(a->tab, 0, ROUTE_ANSWERS * sizeof(*a->tab));
+		memset(a->tab, 0, ((size_t)a->mask + 1) * sizeof(*a->tab));
 		a->gen_hi = (uint32_t)(w->kwatches.route_gen >> 32);
 	}
 	return a->tab;
@@ -265,15 +294,17 @@ static inline struct route_answer *answers_of(struct fsnw *w, const struct watch
 	const struct route_answers *a = &w->answers;
 
 	if (unlikely(!a->tab || a->tree != tree ||
-		     a->gen_hi != (uint32_t)(w->kwatches.route_gen >> 32)))
+		     a->gen_hi != (uint32_t)(w->kwatches.route_gen >> 32) ||
+		     (w->kwatches.by_key.count > (size_t)a->mask + 1 &&
+		      a->mask + 1 < ROUTE_ANSWERS_MAX)))
 		return answers_reset(w, tree);
 	return a->tab;
 }
 
 /* The entry of wd's answer. */
-static inline struct route_answer *answer_at(struct route_answer *tab, int wd)
+static inline struct route_answer *answer_at(const struct route_answers *a, int wd)
 {
-	return &tab[(unsigned)wd & (ROUTE_ANSWERS - 1)];
+	return &a->tab[(unsigned)wd & a->mask];
 }
 
 /* The path kept for r's wd, if r is of the kind it answers for (the
@@ -325,7 +356,7 @@ void route_tree_lane_paths(struct fsnw *w, const struct route_lane *lane,
 	tab = answers_of(w, lane->tree);
 	gen = (uint32_t)w->kwatches.route_gen;
 	for (unsigned i = 0; i < n; i++) {
-		paths[i] = tab ? answer_for(answer_at(tab, recs[i].wd), gen, &recs[i]) : NULL;
+		paths[i] = tab ? answer_for(answer_at(&w->answers, recs[i].wd), gen, &recs[i]) : NULL;
 		if (paths[i]) {
 			answer_verify(w, lane->tree, &recs[i], paths[i]);
 			__builtin_prefetch(paths[i]);
@@ -340,7 +371,7 @@ void route_tree_lane_paths(struct fsnw *w, const struct route_lane *lane,
 		const struct inotify_rec *r = &recs[at[j]];
 
 		if (paths[at[j]])
-			*answer_at(tab, r->wd) = (struct route_answer){ r->wd, gen, paths[at[j]] };
+			*answer_at(&w->answers, r->wd) = (struct route_answer){ r->wd, gen, paths[at[j]] };
 	}
 }
 

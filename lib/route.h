@@ -86,10 +86,14 @@ void route_tree_lane_paths(struct fsnw *w, const struct route_lane *lane,
  * on (a key's kernel watch, its links and their states, in kwatch.c; a
  * tree's directories, at the tree module's entry points, tree.h). The
  * record's own part of the check (its mask and name) is made each time.
- * Direct-mapped by wd, a fixed ROUTE_ANSWERS entries (16 bytes each),
- * allocated by the first tree lane.
+ * Direct-mapped by wd, 16 bytes an entry, allocated by the first tree
+ * lane: as many entries as kernel watches (a walked tree's wds are mostly
+ * consecutive, so each directory then has an entry of its own), a power
+ * of two from ROUTE_ANSWERS_MIN to ROUTE_ANSWERS_MAX; the table grows at
+ * a reset once the kernel watches outnumber it.
  */
-#define ROUTE_ANSWERS 1024
+#define ROUTE_ANSWERS_MIN 1024u
+#define ROUTE_ANSWERS_MAX 8192u
 struct route_answer {
 	int wd;
 	uint32_t gen;        /* route_gen's low half when it was kept */
@@ -99,6 +103,7 @@ struct route_answers {
 	struct route_answer *tab; /* NULL: none yet (or no memory: every record is checked) */
 	const struct watch *tree; /* whose answers tab holds */
 	uint32_t gen_hi;          /* route_gen's high half they are of (tab is cleared when it moves) */
+	uint32_t mask;            /* entries - 1 */
 };
 _Static_assert(sizeof(struct route_answer) == 16, "four answers a cache line");
 
