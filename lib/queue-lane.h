@@ -82,7 +82,6 @@ void queue_lane_close(struct queue *q, struct queue_lane *ln);
  */
 static inline void queue_lane_repath(struct queue_lane *ln, struct strref *path)
 {
-
 	if (path == ln->path)
 		return;
 	if (ln->n > ln->run0)

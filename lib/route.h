@@ -92,7 +92,7 @@ void route_tree_lane_paths(struct fsnw *w, const struct route_lane *lane,
  * of two from ROUTE_ANSWERS_MIN to ROUTE_ANSWERS_MAX; the table grows at
  * a reset once the kernel watches outnumber it.
  */
-#define ROUTE_ANSWERS_MIN 1024u
+#define ROUTE_ANSWERS_MIN 64u
 #define ROUTE_ANSWERS_MAX 8192u
 struct route_answer {
 	int wd;
