@@ -370,6 +370,18 @@ int find_ev(const struct ev *evs, int n, int from, int wid, uint32_t mask, const
 	return -1;
 }
 
+int find_ev_at(const struct ev *evs, int n, int wid, uint32_t mask, const char *dir,
+	       const char *name)
+{
+	for (int i = 0; i < n; i++) {
+		if (evs[i].wid != wid || (evs[i].mask & mask) != mask || strcmp(evs[i].path, dir))
+			continue;
+		if (name ? evs[i].has_name && !strcmp(evs[i].name, name) : !evs[i].has_name)
+			return i;
+	}
+	return -1;
+}
+
 int count_ev(const struct ev *evs, int n, int wid, uint32_t mask, const char *name)
 {
 	int c = 0;

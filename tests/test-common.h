@@ -135,6 +135,10 @@ bool is_sentinel(const struct fsnw_event *e);
 void evs_free(struct ev *evs);
 /* Index of the first event from `from` on that matches, or -1. name NULL: any. */
 int find_ev(const struct ev *evs, int n, int from, int wid, uint32_t mask, const char *name);
+/* Index of the first event of wid with all of mask in directory dir about
+ * name (NULL: an event with no name), or -1. */
+int find_ev_at(const struct ev *evs, int n, int wid, uint32_t mask, const char *dir,
+	       const char *name);
 /* How many events match. */
 int count_ev(const struct ev *evs, int n, int wid, uint32_t mask, const char *name);
 void dump_evs(const struct ev *evs, int n);

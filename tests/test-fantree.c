@@ -30,19 +30,6 @@
 
 #define ALL (FSNW_ALL_EVENTS)
 
-/* Event of wid with all of mask, in directory dir about name (NULL: none). */
-static int find_at(const struct ev *evs, int n, int wid, uint32_t mask, const char *dir,
-		   const char *name)
-{
-	for (int i = 0; i < n; i++) {
-		if (evs[i].wid != wid || (evs[i].mask & mask) != mask || strcmp(evs[i].path, dir))
-			continue;
-		if (name ? evs[i].has_name && !strcmp(evs[i].name, name) : !evs[i].has_name)
-			return i;
-	}
-	return -1;
-}
-
 #define at pjoin
 
 /* rm -rf, as the shell's: it reads each directory before it removes it. */
@@ -115,7 +102,7 @@ START_TEST(add_reads_nothing_below)
 			touch(root, "big/d9/e109/f");
 			n = collect_now(w, &evs, 16);
 			dump_evs(evs, n);
-			ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE,
+			ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE,
 						 at(p, root, "big/d9/e109"), "f"), 0);
 			evs_free(evs);
 		}
@@ -140,7 +127,7 @@ START_TEST(warm_directory_resolves_once)
 	wid = fsnw_add(w, at(p, root, "t"), FSNW_CREATE, FSNW_WATCH_TREE);
 	touch(root, "t/a/b/first");
 	n = collect_now(w, &evs, 8);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE, at(p, root, "t/a/b"), "first"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE, at(p, root, "t/a/b"), "first"), 0);
 	evs_free(evs);
 	s0 = stats_of(w);
 	for (int i = 0; i < 100; i++) {
@@ -179,15 +166,15 @@ START_TEST(rm_rf_unseen_subtree)
 	rm_rf(r, "a");
 	n = collect_sync(w, &evs, 64, r);
 	dump_evs(evs, n);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_DELETE, at(p, r, "a/b/c"), "f"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_DELETE | FSNW_ISDIR, at(p, r, "a/b"), "c"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_DELETE | FSNW_ISDIR, at(p, r, "a"), "b"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_DELETE | FSNW_ISDIR, r, "a"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_DELETE_SELF, at(p, r, "a/b/c"), NULL), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_DELETE_SELF, at(p, r, "a"), NULL), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_DELETE, at(p, r, "a/b/c"), "f"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_DELETE | FSNW_ISDIR, at(p, r, "a/b"), "c"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_DELETE | FSNW_ISDIR, at(p, r, "a"), "b"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_DELETE | FSNW_ISDIR, r, "a"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_DELETE_SELF, at(p, r, "a/b/c"), NULL), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_DELETE_SELF, at(p, r, "a"), NULL), 0);
 	/* In order: f before c before b before a. */
-	ck_assert_int_lt(find_at(evs, n, wid, FSNW_DELETE, at(p, r, "a/b/c"), "f"),
-			 find_at(evs, n, wid, FSNW_DELETE, r, "a"));
+	ck_assert_int_lt(find_ev_at(evs, n, wid, FSNW_DELETE, at(p, r, "a/b/c"), "f"),
+			 find_ev_at(evs, n, wid, FSNW_DELETE, r, "a"));
 	ck_assert_int_eq(count_ev(evs, n, 0, FSNW_OVERFLOW, NULL), 0);
 	ck_assert_int_eq(count_ev(evs, n, wid, FSNW_IGNORED, NULL), 0);
 	evs_free(evs);
@@ -286,7 +273,7 @@ START_TEST(wide_tree_gone_narrows_mark)
 	touch(root, "t/new");
 	n = collect_now(w, &evs, 16);
 	dump_evs(evs, n);
-	ck_assert_int_ge(find_at(evs, n, narrow, FSNW_CREATE, at(p, root, "t"), "new"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, narrow, FSNW_CREATE, at(p, root, "t"), "new"), 0);
 	evs_free(evs);
 	fsnw_close(w);
 	tmpfs_private_remove(root);
@@ -310,12 +297,12 @@ START_TEST(late_delete_self)
 	ck_assert_int_eq(rmdir(p), 0);
 	n = collect_now(w, &evs, 16);
 	dump_evs(evs, n);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_DELETE | FSNW_ISDIR, r, "d"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_DELETE | FSNW_ISDIR, r, "d"), 0);
 	evs_free(evs);
 	close(fd);
 	n = collect_now(w, &evs, 16);
 	dump_evs(evs, n);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_DELETE_SELF | FSNW_ISDIR, p, NULL), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_DELETE_SELF | FSNW_ISDIR, p, NULL), 0);
 	ck_assert_int_eq(count_ev(evs, n, 0, FSNW_OVERFLOW, NULL), 0);
 	evs_free(evs);
 	fsnw_close(w);
@@ -354,17 +341,17 @@ START_TEST(cold_moves_in_and_out)
 	n = collect_now(w, &evs, 64);
 	dump_evs(evs, n);
 	/* a's own change, at a's place then, also to its parent by name. */
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_ATTRIB | FSNW_ISDIR, at(p, r, "a"), NULL), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_ATTRIB | FSNW_ISDIR, r, "a"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE, at(p, r, "a/deep"), "before"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, r, "a"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, r, "x"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE, at(p, r, "x/y"), "inside"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_ATTRIB | FSNW_ISDIR, at(p, r, "a"), NULL), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_ATTRIB | FSNW_ISDIR, r, "a"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE, at(p, r, "a/deep"), "before"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, r, "a"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, r, "x"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE, at(p, r, "x/y"), "inside"), 0);
 	/* An absence, proved by order: "after" was queued before "inside". */
 	ck_assert_int_eq(count_ev(evs, n, wid, FSNW_CREATE, "after"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR | FSNW_SYNTHETIC, at(p, r, "x"),
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR | FSNW_SYNTHETIC, at(p, r, "x"),
 				 "y"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE | FSNW_SYNTHETIC, at(p, r, "x/y"),
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE | FSNW_SYNTHETIC, at(p, r, "x/y"),
 				 "outside"), 0);
 	ck_assert_int_eq(count_ev(evs, n, 0, FSNW_OVERFLOW, NULL), 0);
 	evs_free(evs);
@@ -403,9 +390,9 @@ START_TEST(warm_moves_in_and_out)
 	 * were made in x/y: they come as what x2/y holds, after the rename.
 	 * An absence, proved by order: "after" was queued before "inside". */
 	ck_assert_int_eq(count_ev(evs, n, wid, FSNW_CREATE, "after"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE, at(p, r, "x2/y"), "inside"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE, at(p, r, "x2/y"), "renamed"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE, at(p, r, "x2/y"), "warm"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE, at(p, r, "x2/y"), "inside"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE, at(p, r, "x2/y"), "renamed"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE, at(p, r, "x2/y"), "warm"), 0);
 	ck_assert_uint_eq(stats_of(w).overflows_unresolved, 0);
 	evs_free(evs);
 	fsnw_close(w);
@@ -435,15 +422,15 @@ START_TEST(filled_then_renamed)
 	touch(t, "K/new2/inc/linux/late");
 	n = collect_now(w, &evs, 32);
 	dump_evs(evs, n);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, t, "new"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, at(p, t, "K"),
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, t, "new"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, at(p, t, "K"),
 				 "include"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, at(p, t, "new"), "inc"),
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, at(p, t, "new"), "inc"),
 			 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, t, "new"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, at(p, t, "K"), "new2"),
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, t, "new"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, at(p, t, "K"), "new2"),
 			 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE, at(p, t, "K/new2/inc/linux"), "late"),
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE, at(p, t, "K/new2/inc/linux"), "late"),
 			 0);
 	ck_assert_int_eq(count_ev(evs, n, 0, FSNW_OVERFLOW, NULL), 0);
 	evs_free(evs);
@@ -469,13 +456,13 @@ START_TEST(root_renamed)
 	touch(root, "p/r2/a/nd/late");
 	n = collect_now(w, &evs, 32);
 	dump_evs(evs, n);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE, at(p, root, "p/r/a"), "known"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, at(p, root, "p/r2/a"),
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE, at(p, root, "p/r/a"), "known"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, at(p, root, "p/r2/a"),
 				 "nd"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE, at(p, root, "p/r2/a/nd"), "late"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE, at(p, root, "p/r2/a/nd"), "late"), 0);
 	/* Its own rename: the kernel's MOVE_SELF, at the new path, and no other. */
 	ck_assert_int_eq(count_ev(evs, n, wid, FSNW_MOVE_SELF, NULL), 1);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_MOVE_SELF, at(p, root, "p/r2"), NULL), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_MOVE_SELF, at(p, root, "p/r2"), NULL), 0);
 	ck_assert_int_eq(count_ev(evs, n, wid, FSNW_SYNTHETIC, NULL), 0);
 	evs_free(evs);
 	/* A directory above it: a synthetic MOVE_SELF at the new path says so,
@@ -484,8 +471,8 @@ START_TEST(root_renamed)
 	touch(root, "p2/r2/top");
 	n = collect_now(w, &evs, 32);
 	dump_evs(evs, n);
-	top = find_at(evs, n, wid, FSNW_CREATE, at(p, root, "p2/r2"), "top");
-	moved = find_at(evs, n, wid, FSNW_MOVE_SELF | FSNW_SYNTHETIC, at(p, root, "p2/r2"), NULL);
+	top = find_ev_at(evs, n, wid, FSNW_CREATE, at(p, root, "p2/r2"), "top");
+	moved = find_ev_at(evs, n, wid, FSNW_MOVE_SELF | FSNW_SYNTHETIC, at(p, root, "p2/r2"), NULL);
 	ck_assert_int_ge(top, 0);
 	ck_assert_int_ge(moved, 0);
 	ck_assert_int_lt(moved, top);
@@ -526,7 +513,7 @@ START_TEST(cache_bounded)
 		for (int i = 0; i < 100; i++) {
 			snprintf(name, sizeof(name), "t/d%d", i);
 			snprintf(p, sizeof(p), "f%d", round);
-			ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE, at(d, root, name), p),
+			ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE, at(d, root, name), p),
 					 0);
 		}
 		evs_free(evs);
@@ -763,10 +750,10 @@ START_TEST(alloc_fails_in_read_never_silent)
 		mem_fail_after(-1);
 		if (!count_ev(evs, got, 0, FSNW_OVERFLOW, NULL)) {
 			snprintf(name, sizeof(name), "f%ld", n);
-			ck_assert_int_ge(find_at(evs, got, wid, FSNW_CREATE, at(p, root, "t/a/b"),
+			ck_assert_int_ge(find_ev_at(evs, got, wid, FSNW_CREATE, at(p, root, "t/a/b"),
 						 name), 0);
 			snprintf(name, sizeof(name), "g%ld", n);
-			ck_assert_int_ge(find_at(evs, got, wid, FSNW_CREATE, at(p, root, "t/c"),
+			ck_assert_int_ge(find_ev_at(evs, got, wid, FSNW_CREATE, at(p, root, "t/c"),
 						 name), 0);
 		}
 		evs_free(evs);
@@ -824,14 +811,14 @@ START_TEST(nested_trees)
 	n = collect_now(w, &evs, 16);
 	dump_evs(evs, n);
 	ck_assert_int_eq(n, 2);
-	ck_assert_int_ge(find_at(evs, n, outer, FSNW_CREATE, at(q, root, "r/a/b"), "f"), 0);
-	ck_assert_int_ge(find_at(evs, n, inner, FSNW_CREATE, at(q, root, "r/link/b"), "f"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, outer, FSNW_CREATE, at(q, root, "r/a/b"), "f"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, inner, FSNW_CREATE, at(q, root, "r/link/b"), "f"), 0);
 	evs_free(evs);
 	ck_assert_int_eq(fsnw_remove(w, outer), 0);
 	touch(root, "r/a/b/g");
 	n = collect_now(w, &evs, 16);
 	ck_assert_int_eq(n, 1);
-	ck_assert_int_ge(find_at(evs, n, inner, FSNW_CREATE, at(q, root, "r/link/b"), "g"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, inner, FSNW_CREATE, at(q, root, "r/link/b"), "g"), 0);
 	evs_free(evs);
 	fsnw_close(w);
 	tmpfs_private_remove(root);
@@ -922,9 +909,9 @@ START_TEST(root_removed_ends_tree)
 	n = collect_now(w, &evs, 32);
 	dump_evs(evs, n);
 	/* Everything inside first, then the end of the tree. */
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_DELETE, at(p, r, "a/b"), "f"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_DELETE | FSNW_ISDIR, r, "a"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_DELETE_SELF | FSNW_ISDIR, r, NULL), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_DELETE, at(p, r, "a/b"), "f"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_DELETE | FSNW_ISDIR, r, "a"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_DELETE_SELF | FSNW_ISDIR, r, NULL), 0);
 	ck_assert_int_eq(count_ev(evs, n, wid, FSNW_IGNORED, NULL), 1);
 	ck_assert_uint_eq(evs[n - 1].mask, FSNW_IGNORED);
 	evs_free(evs);

@@ -16,17 +16,6 @@
 /* Reads of file writes that make each directory's answer kept and then used. */
 #define WARM_ROUNDS 3
 
-/* Event of wid, mask and name at path dir, or -1. */
-static int find_at(const struct ev *evs, int n, int wid, uint32_t mask, const char *dir,
-		   const char *name)
-{
-	for (int i = 0; i < n; i++)
-		if (evs[i].wid == wid && (evs[i].mask & mask) == mask && !strcmp(evs[i].path, dir) &&
-		    evs[i].has_name && !strcmp(evs[i].name, name))
-			return i;
-	return -1;
-}
-
 /* Write name in each of dirs, read what that made (a read between rounds),
  * and check each write is reported for wid at its directory, once. */
 static void writes_at(struct fsnw *w, int wid, const char *const *dirs, int ndirs, const char *name)
@@ -36,10 +25,10 @@ static void writes_at(struct fsnw *w, int wid, const char *const *dirs, int ndir
 
 	for (int i = 0; i < ndirs; i++)
 		write_bytes(dirs[i], name, "x");
-	n = collect_now(w, &evs, 64);
+	n = collect_now(w, &evs, 2 * ndirs + 16); /* a CREATE too where the name is new */
 	dump_evs(evs, n);
 	for (int i = 0; i < ndirs; i++)
-		ck_assert_int_ge(find_at(evs, n, wid, FSNW_CLOSE_WRITE, dirs[i], name), 0);
+		ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CLOSE_WRITE, dirs[i], name), 0);
 	ck_assert_int_eq(count_ev(evs, n, wid, FSNW_CLOSE_WRITE, name), ndirs);
 	evs_free(evs);
 }
@@ -48,6 +37,16 @@ static void warm(struct fsnw *w, int wid, const char *const *dirs, int ndirs)
 {
 	for (int r = 0; r < WARM_ROUNDS; r++)
 		writes_at(w, wid, dirs, ndirs, "warm");
+}
+
+/* Remove wid and read what the remove left (its FSNW_IGNORED). */
+static void remove_read(struct fsnw *w, int wid)
+{
+	struct ev *evs;
+
+	ck_assert_int_eq(fsnw_remove(w, wid), 0);
+	collect_now(w, &evs, 16);
+	evs_free(evs);
 }
 
 /*
@@ -76,8 +75,8 @@ START_TEST(parent_renamed)
 	warm(w, wid, before, 3);
 	ck_assert_int_eq(rename(a, a2), 0);
 	n = collect_now(w, &evs, 16);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, dir, "a"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, dir, strrchr(a2, '/') + 1),
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, dir, "a"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, dir, strrchr(a2, '/') + 1),
 			 0);
 	evs_free(evs);
 	for (int r = 0; r < WARM_ROUNDS; r++)
@@ -113,14 +112,12 @@ START_TEST(plain_watch_joins)
 		n = collect_now(w, &evs, 16);
 		dump_evs(evs, n);
 		ck_assert_int_eq(n, 3);
-		ck_assert_int_ge(find_at(evs, n, wid, FSNW_CLOSE_WRITE, a, "both"), 0);
-		ck_assert_int_ge(find_at(evs, n, pwid, FSNW_CLOSE_WRITE, a, "both"), 0);
-		ck_assert_int_ge(find_at(evs, n, wid, FSNW_CLOSE_WRITE, c, "both"), 0);
+		ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CLOSE_WRITE, a, "both"), 0);
+		ck_assert_int_ge(find_ev_at(evs, n, pwid, FSNW_CLOSE_WRITE, a, "both"), 0);
+		ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CLOSE_WRITE, c, "both"), 0);
 		evs_free(evs);
 	}
-	ck_assert_int_eq(fsnw_remove(w, pwid), 0);
-	n = collect_now(w, &evs, 16);
-	evs_free(evs);
+	remove_read(w, pwid);
 	for (int r = 0; r < WARM_ROUNDS; r++)
 		writes_at(w, wid, dirs, 2, "tree");
 	fsnw_close(w);
@@ -150,16 +147,12 @@ START_TEST(tree_added_again)
 	wid = fsnw_add(w, dir, FSNW_CLOSE_WRITE, FSNW_WATCH_TREE);
 	ck_assert_int_gt(wid, 0);
 	warm(w, wid, dirs, 3);
-	ck_assert_int_eq(fsnw_remove(w, wid), 0);
-	n = collect_now(w, &evs, 16);
-	evs_free(evs);
+	remove_read(w, wid);
 	wid = fsnw_add(w, dir, FSNW_CLOSE_WRITE, FSNW_WATCH_TREE);
 	ck_assert_int_gt(wid, 0);
 	for (int r = 0; r < WARM_ROUNDS; r++)
 		writes_at(w, wid, dirs, 3, "again");
-	ck_assert_int_eq(fsnw_remove(w, wid), 0);
-	n = collect_now(w, &evs, 16);
-	evs_free(evs);
+	remove_read(w, wid);
 	wid = fsnw_add(w, a, FSNW_CLOSE_WRITE, FSNW_WATCH_TREE);
 	ck_assert_int_gt(wid, 0);
 	for (int r = 0; r < WARM_ROUNDS; r++)
@@ -196,8 +189,8 @@ START_TEST(dir_made_again)
 	make_dir(dir, "a");
 	n = collect_now(w, &evs, 16);
 	dump_evs(evs, n);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_DELETE | FSNW_ISDIR, dir, "a"), 0);
-	ck_assert_int_ge(find_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, dir, "a"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_DELETE | FSNW_ISDIR, dir, "a"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, dir, "a"), 0);
 	evs_free(evs);
 	for (int r = 0; r < WARM_ROUNDS; r++)
 		writes_at(w, wid, dirs, 2, r ? "again" : "new");
@@ -251,6 +244,45 @@ START_TEST(paths_outlive_remove)
 }
 END_TEST
 
+/*
+ * A tree of more directories than the answers' first table, and then more
+ * again: the table grows (route.h) and every event still reports its own
+ * directory.
+ */
+#define GROW_DIRS 150
+START_TEST(answers_grow)
+{
+	struct fsnw *w = test_open(0, 0, 0);
+	char *dir = tmpdir_make();
+	static char paths[3 * GROW_DIRS][PATH_MAX];
+	const char *dirs[3 * GROW_DIRS];
+	char name[32];
+	struct ev *evs;
+	int wid, n;
+
+	for (int i = 0; i < GROW_DIRS; i++) {
+		snprintf(name, sizeof(name), "d%d", i);
+		make_dir(dir, name);
+		dirs[i] = pjoin(paths[i], dir, name);
+	}
+	wid = fsnw_add(w, dir, FSNW_CLOSE_WRITE | FSNW_CREATE, FSNW_WATCH_TREE);
+	ck_assert_int_gt(wid, 0);
+	warm(w, wid, dirs, GROW_DIRS);
+	for (int i = GROW_DIRS; i < 3 * GROW_DIRS; i++) {
+		snprintf(name, sizeof(name), "d%d", i);
+		make_dir(dir, name);
+		dirs[i] = pjoin(paths[i], dir, name);
+	}
+	n = collect_now(w, &evs, 4 * GROW_DIRS);
+	ck_assert_int_eq(count_ev(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, NULL), 2 * GROW_DIRS);
+	evs_free(evs);
+	for (int r = 0; r < WARM_ROUNDS; r++)
+		writes_at(w, wid, dirs, 3 * GROW_DIRS, r ? "again" : "grown");
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 TEST_SUITE(tree_lane)
 {
 	Suite *s = suite_create("tree_lane");
@@ -260,5 +292,6 @@ TEST_SUITE(tree_lane)
 	ADD_TEST(s, tree_added_again);
 	ADD_TEST(s, dir_made_again);
 	ADD_TEST(s, paths_outlive_remove);
+	ADD_TEST(s, answers_grow);
 	return s;
 }

@@ -23,17 +23,6 @@
  * nothing has reported it all, synthetic events included.
  */
 
-/* Event of `wid` in directory `dir` about `name`, or -1. */
-static int find_in(const struct ev *evs, int n, int wid, uint32_t mask, const char *dir,
-		   const char *name)
-{
-	for (int i = 0; i < n; i++)
-		if (evs[i].wid == wid && (evs[i].mask & mask) == mask && !strcmp(evs[i].path, dir) &&
-		    evs[i].has_name && !strcmp(evs[i].name, name))
-			return i;
-	return -1;
-}
-
 /*
  * The kernel watches a tree of `dirs` directories holds: one a directory on
  * inotify; on fanotify one for the tree's directory (and one per mount
@@ -65,10 +54,10 @@ START_TEST(nested_events)
 	write_bytes(ab, "deep", "x");
 	n = collect_now(w, &evs, 32);
 	dump_evs(evs, n);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE, dir, "top"), 0);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE, a, "mid"), 0);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE, ab, "deep"), 0);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_MODIFY, ab, "deep"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE, dir, "top"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE, a, "mid"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE, ab, "deep"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_MODIFY, ab, "deep"), 0);
 	evs_free(evs);
 
 	ck_assert_int_eq(fsnw_remove(w, wid), 0);
@@ -106,19 +95,19 @@ START_TEST(new_subtree_caught_up)
 	touch(p, "file");
 	n = collect_now(w, &evs, 64);
 	dump_evs(evs, n);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, dir, "x"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, dir, "x"), 0);
 	snprintf(q, sizeof(q), "%s/x", dir);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, q, "y"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, q, "y"), 0);
 	snprintf(q, sizeof(q), "%s/x/y", dir);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, q, "z"), 0);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE, p, "file"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, q, "z"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE, p, "file"), 0);
 	if (test_backend == FSNW_BACKEND_FANOTIFY) {
 		/* The filesystem mark heard them all: nothing to catch up. */
 		ck_assert_uint_eq(stats_of(w).events_synthetic, 0);
 	} else {
 		/* All made before we could watch them: reported by the catch-up. */
 		ck_assert_uint_ge(stats_of(w).events_synthetic, 1);
-		ck_assert(evs[find_in(evs, n, wid, FSNW_CREATE, p, "file")].mask &
+		ck_assert(evs[find_ev_at(evs, n, wid, FSNW_CREATE, p, "file")].mask &
 			  FSNW_SYNTHETIC);
 	}
 	evs_free(evs);
@@ -148,7 +137,7 @@ START_TEST(moved_out_is_silent)
 	wid = fsnw_add(w, dir, FSNW_CREATE | FSNW_MOVE, FSNW_WATCH_TREE);
 	ck_assert_int_eq(rename(pjoin(from, dir, "sub"), pjoin(to, out, "sub")), 0);
 	n = collect_now(w, &evs, 16);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, dir, "sub"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, dir, "sub"), 0);
 	evs_free(evs);
 	ck_assert_uint_eq(stats_of(w).kernel_watches, tree_watches(1));
 	touch(to, "outside");
@@ -161,11 +150,11 @@ START_TEST(moved_out_is_silent)
 	/* Moved back in: watched again. */
 	ck_assert_int_eq(rename(to, from), 0);
 	n = collect_now(w, &evs, 16);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, dir, "sub"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, dir, "sub"), 0);
 	evs_free(evs);
 	touch(from, "inside");
 	n = collect_now(w, &evs, 16);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE, from, "inside"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE, from, "inside"), 0);
 	evs_free(evs);
 	fsnw_close(w);
 	tmpdir_remove(dir);
@@ -194,8 +183,8 @@ START_TEST(renamed_within_tree)
 	touch(pjoin(deep, to, "inner"), "b");
 	n = collect_now(w, &evs, 16);
 	dump_evs(evs, n);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE, to, "a"), 0);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE, deep, "b"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE, to, "a"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE, deep, "b"), 0);
 	evs_free(evs);
 	fsnw_close(w);
 	tmpdir_remove(dir);
@@ -401,8 +390,8 @@ START_TEST(relative_root_after_chdir)
 	touch(pjoin(p, dir, "rel/new"), "f");
 	n = collect_now(w, &evs, 16);
 	dump_evs(evs, n);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, "rel", "new"), 0);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE, "rel/new", "f"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, "rel", "new"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE, "rel/new", "f"), 0);
 	ck_assert_uint_eq(stats_of(w).kernel_watches, tree_watches(2));
 	ck_assert_uint_eq(stats_of(w).overflows_unwatched, 0);
 	evs_free(evs);
@@ -549,7 +538,7 @@ static void assert_followed(struct fsnw *w, int wid, const char *dir)
 
 	touch(dir, "late");
 	n = collect_now(w, &evs, 16);
-	i = find_in(evs, n, wid, FSNW_CREATE, dir, "late");
+	i = find_ev_at(evs, n, wid, FSNW_CREATE, dir, "late");
 	if (i < 0)
 		dump_evs(evs, n);
 	ck_assert_int_ge(i, 0);
@@ -635,24 +624,24 @@ START_TEST(new_dir_renamed_before_walk)
 	ck_assert_int_eq(rename(pjoin(p, dir, "new"), pjoin(q, k, "new2")), 0);
 	n = collect_now(w, &evs, 64);
 	dump_evs(evs, n);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, dir, "new"), 0);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, k, "include"), 0);
-	i = find_in(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, dir, "new");
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, dir, "new"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, k, "include"), 0);
+	i = find_ev_at(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, dir, "new");
 	ck_assert_int_ge(i, 0);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, k, "new2"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, k, "new2"), 0);
 	/* What new2 holds is known to the caller, under the name it has now. */
 	ck_assert_int_eq(count_mask(evs, n, FSNW_OVERFLOW), 0);
 	assert_view(&v, evs, n);
 	pjoin(inc, q, "inc");
 	if (walks()) {
 		/* The walk of new, which its rename overtook, reports it. */
-		ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR | FSNW_SYNTHETIC,
+		ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR | FSNW_SYNTHETIC,
 					 q, "inc"), 0);
-		ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_SYNTHETIC, inc, "f"), 0);
-		ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR | FSNW_SYNTHETIC,
+		ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE | FSNW_SYNTHETIC, inc, "f"), 0);
+		ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR | FSNW_SYNTHETIC,
 					 inc, "a"), 0);
 		pjoin(p, inc, "a");
-		ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_SYNTHETIC, p, "x"), 0);
+		ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE | FSNW_SYNTHETIC, p, "x"), 0);
 	}
 	pjoin(p, inc, "a");
 	evs_free(evs);
@@ -683,11 +672,11 @@ START_TEST(parent_renamed_before_walk)
 	ck_assert_int_eq(rename(a, b), 0);
 	n = collect_now(w, &evs, 64);
 	dump_evs(evs, n);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, a, "new"), 0);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, dir, "b"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, a, "new"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, dir, "b"), 0);
 	pjoin(p, b, "new");
 	if (walks())
-		ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_SYNTHETIC, p, "f"), 0);
+		ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE | FSNW_SYNTHETIC, p, "f"), 0);
 	ck_assert_int_eq(count_mask(evs, n, FSNW_OVERFLOW), 0);
 	assert_view(&v, evs, n);
 	evs_free(evs);
@@ -723,11 +712,11 @@ START_TEST(moved_in_renamed_before_walk)
 	ck_assert_int_eq(rename(m, pjoin(m2, dir, "m2")), 0);
 	n = collect_now(w, &evs, 64);
 	dump_evs(evs, n);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, dir, "m"), 0);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, dir, "m2"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, dir, "m"), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_MOVED_TO | FSNW_ISDIR, dir, "m2"), 0);
 	if (walks()) {
-		ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_SYNTHETIC, m2, "f"), 0);
-		ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR | FSNW_SYNTHETIC,
+		ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE | FSNW_SYNTHETIC, m2, "f"), 0);
+		ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR | FSNW_SYNTHETIC,
 					 m2, "s"), 0);
 	}
 	/* m is gone by the time it is listed: no loss to say, nothing
@@ -766,10 +755,10 @@ static void check_root_outcome(const struct ev *evs, int n, int wid, const char 
 	for (int i = 0; i < n; i++)
 		ck_assert_msg(!below(evs[i].path, old) || !strcmp(old, now),
 			      "event %d under the old path %s", i, evs[i].path);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, pjoin(p, now, "a"), "nd"),
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE | FSNW_ISDIR, pjoin(p, now, "a"), "nd"),
 			 0);
 	snprintf(p, sizeof(p), "%s/a/nd", now);
-	ck_assert_int_ge(find_in(evs, n, wid, FSNW_CREATE, p, nd), 0);
+	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_CREATE, p, nd), 0);
 }
 
 START_TEST(root_renamed)
@@ -866,9 +855,9 @@ START_TEST(rm_rf_reports_every_delete)
 	tmpdir_remove(strdup(pjoin(p, r, "a"))); /* nftw, depth first: as rm -rf does */
 	n = collect_now(w, &evs, 256);
 	deletes = count_ev(evs, n, wid, FSNW_DELETE, NULL);
-	top = find_in(evs, n, wid, FSNW_DELETE | FSNW_ISDIR, r, "a");
-	mid = find_in(evs, n, wid, FSNW_DELETE | FSNW_ISDIR, pjoin(p, r, "a/b"), "c");
-	deep = find_in(evs, n, wid, FSNW_DELETE, pjoin(q, r, "a/b/c"), "f2");
+	top = find_ev_at(evs, n, wid, FSNW_DELETE | FSNW_ISDIR, r, "a");
+	mid = find_ev_at(evs, n, wid, FSNW_DELETE | FSNW_ISDIR, pjoin(p, r, "a/b"), "c");
+	deep = find_ev_at(evs, n, wid, FSNW_DELETE, pjoin(q, r, "a/b/c"), "f2");
 	overflows = count_mask(evs, n, FSNW_OVERFLOW);
 	if (deletes != want)
 		dump_evs(evs, n);
