@@ -1555,7 +1555,7 @@ static void narrow_mark(struct fsnw *w, struct kwatch *fs)
 			}
 		}
 	}
-	if (holds && holds == fs->ncovered)
+	if (holds && holds == kwatch_fs_of(fs)->ncovered)
 		kwatch_fs_narrow(w, fs, mask);
 }
 
@@ -1575,7 +1575,7 @@ void fantree_remove(struct fsnw *w, struct fantree *t, bool park)
 			;
 		for (size_t j = 0; j < t->nanchors; j++)
 			mine += t->holds[j] == t->holds[i];
-		if (k == nleft && t->holds[i]->ncovered > mine)
+		if (k == nleft && kwatch_fs_of(t->holds[i])->ncovered > mine)
 			left[nleft++] = t->holds[i];
 	}
 	anchors_drop(w, t, park);

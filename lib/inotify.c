@@ -81,7 +81,7 @@ static int inotify_mark(struct fsnw *w, int dirfd, const char *path, uint32_t ma
 
 static int inotify_unmark(struct fsnw *w, const struct kwatch *kw, struct sys_tally *t)
 {
-	int ret = inotify_rm_watch(w->kfd, kw->wd);
+	int ret = inotify_rm_watch(w->kfd, kwatch_wd(kw));
 
 	t->inotify_rm_watch++;
 	/* EINVAL: the kernel dropped the watch first (its IN_IGNORED is on the

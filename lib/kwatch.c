@@ -144,7 +144,7 @@ static void cover_put(struct fsnw *w, struct kwatch *fs);
 static struct kwatch *kwatch_alloc(struct kwatches *t, size_t keylen)
 {
 	if (keylen > KWATCH_CACHED_KEY)
-		return mem_zalloc(offsetof(struct kwatch, key) + keylen);
+		return mem_zalloc(kwatch_fs_offset(keylen) + sizeof(struct kwatch_fs));
 	return mem_cache_zalloc(&t->kw_cache, offsetof(struct kwatch, key));
 }
 
@@ -161,7 +161,7 @@ int kwatch_reserve(struct kwatches *t, size_t n, size_t keylen)
 static void kwatch_forget(struct fsnw *w, struct kwatch *kw)
 {
 	struct kwatches *t = &w->kwatches;
-	struct kwatch *fs = kw->cover;
+	struct kwatch *fs = kwatch_cover(kw);
 
 	assert(!kw->nlinks && !kw->pins);
 	if (t->hot == kw)
@@ -219,7 +219,7 @@ static void kwatch_doom(struct fsnw *w, struct kwatch *kw)
 /* A covered kernel watch went: the last one takes the filesystem mark along. */
 static void cover_put(struct fsnw *w, struct kwatch *fs)
 {
-	if (--fs->ncovered == 0)
+	if (--kwatch_fs_of(fs)->ncovered == 0)
 		kwatch_doom(w, fs);
 }
 
@@ -306,7 +306,7 @@ static void flush_some(struct fsnw *w, uint64_t t0)
 		if (took[i])
 			stats_hist_add(stats_lat(w, LAT_KERNEL_UNMARK),
 				       stats_ticks_to_ns(w, took[i]));
-		PROBE2(unmark, kw->wd, kw->kmask);
+		PROBE2(unmark, kwatch_wd(kw), kw->kmask);
 		kw->pins--;
 		/* An add took the record over with a new mark: it lives on.
 		 * Otherwise it goes, and a mark some add made meanwhile may
@@ -340,7 +340,7 @@ void kwatch_flush(struct fsnw *w)
  * seen finished, or 0 if it went: a mark made after this returns is new,
  * and may take that record over.
  */
-FSNW_COLD static uint64_t wait_unmarked(struct fsnw *w, const struct kkey *key)
+FSNW_COLD static uint32_t wait_unmarked(struct fsnw *w, const struct kkey *key)
 {
 	for (;;) {
 		struct kwatch *kw = kwatch_find(&w->kwatches, key->bytes, key->len);
@@ -362,7 +362,7 @@ FSNW_COLD static uint64_t wait_unmarked(struct fsnw *w, const struct kkey *key)
  * (*waited), which the link then takes over. Otherwise waits, and the
  * caller marks again.
  */
-static bool mark_stands(struct fsnw *w, const struct kkey *key, uint64_t *waited,
+static bool mark_stands(struct fsnw *w, const struct kkey *key, uint32_t *waited,
 			struct kwatch **found)
 {
 	/* Hot: a shared add looks its kernel watch up here and again when it
@@ -501,7 +501,8 @@ int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uin
 	struct kwatches *t = &w->kwatches;
 	struct kkey *key = &mc->key;
 	/* Where the early call stands, its time ends where the call did. */
-	uint64_t waited = 0, early_end = mc->made ? mc->t1 : 0;
+	uint64_t early_end = mc->made ? mc->t1 : 0;
+	uint32_t waited = 0;
 	int ret, tries = 0;
 
 	mc->t1 = 0;
@@ -559,7 +560,6 @@ FSNW_COLD void kwatch_unmark_new(struct fsnw *w, const struct kkey *key)
 	if (kw && kw->marked)
 		return;
 	memset(&tmp, 0, sizeof(tmp));
-	tmp.kw.wd = key->wd;
 	tmp.kw.bflags = key->bflags;
 	tmp.kw.keylen = (uint8_t)key->len;
 	memcpy(tmp.kw.key, key->bytes, key->len);
@@ -572,6 +572,17 @@ FSNW_COLD void kwatch_unmark_new(struct fsnw *w, const struct kkey *key)
 	w->kwatches.unmarks++;
 }
 
+/* A record's serial: never 0, which wait_unmarked's callers read as none. */
+static uint32_t next_serial(struct kwatches *t)
+{
+	uint32_t s;
+
+	do
+		s = (uint32_t)++t->serial;
+	while (!s);
+	return s;
+}
+
 /* A new kernel watch in the table; the caller has reserved room. */
 static struct kwatch *kwatch_new(struct fsnw *w, const struct kkey *key, uint32_t flags)
 {
@@ -582,13 +593,12 @@ static struct kwatch *kwatch_new(struct fsnw *w, const struct kkey *key, uint32_
 	list_init(&kw->links);
 	list_init(&kw->lru);
 	kw->state = KW_LIVE;
-	kw->wd = key->wd;
 	kw->bflags = key->bflags;
 	assert(key->len <= KKEY_MAX);
 	kw->keylen = (uint8_t)key->len;
 	memcpy(kw->key, key->bytes, key->len);
 	kw->excl_unlink = w->be->excl_unlink && (flags & FSNW_WATCH_EXCL_UNLINK);
-	kw->serial = ++w->kwatches.serial;
+	kw->serial = next_serial(&w->kwatches);
 	keytab_insert(&w->kwatches.by_key, kwatch_tag(kw->key, kw->keylen), kw);
 	kwatch_changed(&w->kwatches);
 	return kw;
@@ -602,7 +612,7 @@ static struct kwatch *kwatch_new(struct fsnw *w, const struct kkey *key, uint32_
 FSNW_COLD static void take_over(struct fsnw *w, struct kwatch *kw, uint32_t flags)
 {
 	assert(kw->state == KW_UNMARKING && atomic_load(&kw->unmark_done));
-	kw->serial = ++w->kwatches.serial;
+	kw->serial = next_serial(&w->kwatches);
 	kw->state = KW_LIVE;
 	kw->dropped = false;
 	kwatch_changed(&w->kwatches);
@@ -832,7 +842,7 @@ static int link_covered(struct fsnw *w, struct watch *lw, const struct kkey *key
 	if (!l || !kw) {
 		link_free_unused(&w->kwatches, l);
 		/* A filesystem kernel watch covers something, or goes. */
-		if (fs && !fs->ncovered)
+		if (fs && !kwatch_fs_of(fs)->ncovered)
 			kwatch_doom(w, fs);
 		else if (!fs)
 			kwatch_unmark_new(w, fskey);
@@ -842,9 +852,9 @@ static int link_covered(struct fsnw *w, struct watch *lw, const struct kkey *key
 		take_over(w, fs, 0); /* kwatch_attach waited, and covered again */
 	else if (fs->state != KW_LIVE)
 		fs_take_back(w, fs); /* a tree's hold parked it (kwatch_fs_release) */
-	if (!kw->cover) {
-		kw->cover = fs;
-		fs->ncovered++;
+	if (!kwatch_fs_of(kw)->cover) {
+		kwatch_fs_of(kw)->cover = fs;
+		kwatch_fs_of(fs)->ncovered++;
 	}
 	fs->kmask |= kmask;
 	ret = link_kwatch(w, lw, kw, existed, l, dirfd, path, kmask, flags, linkpath);
@@ -861,7 +871,7 @@ static int link_covered(struct fsnw *w, struct watch *lw, const struct kkey *key
 static int cover_call(struct fsnw *w, int dirfd, const char *path, uint32_t kmask,
 		      uint32_t flags, struct kkey *key, struct kkey *fskey)
 {
-	uint64_t waited = 0;
+	uint32_t waited = 0;
 	struct kwatch *fs;
 	int ret;
 
@@ -928,14 +938,14 @@ int kwatch_fs_hold(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, 
 		t->nfsmarks++;
 	}
 	fs->kmask |= kmask;
-	fs->ncovered++;
+	kwatch_fs_of(fs)->ncovered++;
 	*out = fs;
 	return 0;
 }
 
 void kwatch_fs_release(struct fsnw *w, struct kwatch *fs, bool park)
 {
-	if (--fs->ncovered == 0)
+	if (--kwatch_fs_of(fs)->ncovered == 0)
 		kwatch_unused(w, fs, park);
 }
 
@@ -1034,7 +1044,8 @@ static void mark_live(struct fsnw *w, const unsigned char *key, size_t len)
 }
 
 struct gone {
-	struct kwatch *victims;
+	struct kwatch *victims; /* LIVE ones, chained through victim */
+	size_t nlisted;         /* PARKED or DOOMED ones, marked gone */
 	uint32_t gen;
 };
 
@@ -1043,15 +1054,40 @@ static void collect_gone(void *val, void *arg)
 	struct kwatch *kw = val;
 	struct gone *g = arg;
 
-	if (kw->dropped || kw->wd < 0 || kw->live_gen == g->gen || kw->state == KW_UNMARKING)
+	if (kw->dropped || kwatch_wd(kw) < 0 || kw->live_gen == g->gen ||
+	    kw->state == KW_UNMARKING)
 		return;
-	kw->victim = g->victims;
-	g->victims = kw;
+	if (kw->state == KW_LIVE) {
+		/* A live kernel watch's lru is on no list: it holds the chain. */
+		kw->victim = g->victims;
+		g->victims = kw;
+	} else {
+		kw->gone = true;
+		g->nlisted++;
+	}
+}
+
+/* The kernel watches on list (by lru) marked gone: dropped, which frees
+ * those nobody pins. */
+static void drop_listed(struct fsnw *w, struct list *head, struct gone *g)
+{
+	struct list *pos, *tmp;
+
+	list_for_each_safe(pos, tmp, head) {
+		struct kwatch *kw = list_entry(pos, struct kwatch, lru);
+
+		if (!kw->gone)
+			continue;
+		kw->gone = false;
+		assert(g->nlisted > 0);
+		g->nlisted--;
+		(void)kwatch_dropped(w, kw); /* parked or doomed: nobody to tell */
+	}
 }
 
 struct kwatch *kwatch_reconcile(struct fsnw *w)
 {
-	struct gone g = { NULL, 0 };
+	struct gone g = { NULL, 0, 0 };
 	struct kwatch *victims = NULL, *kw;
 
 	if (!w->be->live)
@@ -1061,6 +1097,9 @@ struct kwatch *kwatch_reconcile(struct fsnw *w)
 		return NULL;
 	/* Collected first: freeing while the table is walked is not allowed. */
 	keytab_for_each(&w->kwatches.by_key, collect_gone, &g);
+	drop_listed(w, &w->kwatches.idle, &g);
+	drop_listed(w, &w->kwatches.doomed, &g);
+	assert(g.nlisted == 0);
 	for (kw = g.victims; kw;) {
 		struct kwatch *next = kw->victim;
 

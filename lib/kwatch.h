@@ -53,6 +53,7 @@
 #ifndef FSNW_KWATCH_H
 #define FSNW_KWATCH_H
 
+#include <assert.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -85,45 +86,86 @@ enum kw_state {
 };
 
 struct kwatch {
-	/* Pointers, then counts, then what an event's routing reads: its
-	 * links, its flags and its key, the last 32 of the 96 bytes an inotify
-	 * kernel watch takes. The cache's records lie 96 bytes apart from 64
-	 * bytes into a slab (mem.c), so those 32 take one cache line, where a
-	 * read of many cold records finds each line a miss. No holes. */
-	struct list lru;    /* PARKED: in the idle cache; DOOMED: on the doomed list */
-	uint64_t serial;    /* which record this is, should one be freed and another
-			     * made at the same address */
-	struct kwatch *victim; /* reconcile: next kernel watch found gone */
-	struct kwatch *cover; /* the fsmark kernel watch this one holds a pin on, or NULL */
+	/* 64 bytes with an inotify key. The cache's records lie 64 bytes
+	 * apart from 64 bytes into a slab (mem.c), so what an event's routing
+	 * reads (its links, its flags and its key) lies in one cache line,
+	 * where a read of many cold records finds each line a miss. */
+	union {
+		struct list lru;       /* PARKED: in the idle cache; DOOMED: on the doomed list */
+		struct kwatch *victim; /* reconcile, LIVE: next kernel watch found gone */
+	};
+	struct list links;  /* struct link.knode */
+	uint32_t serial;    /* which record this is, should one be freed and another
+			     * made at the same address (the low bits of the table's count) */
 	uint32_t nlinks;    /* active or pending */
 	unsigned pins;      /* walks of links, unmark calls in progress: not freed while > 0 */
 	uint32_t kmask;     /* event bits the kernel mark has */
 	uint32_t live_gen;  /* the last reconcile that found it in the kernel */
-	uint32_t ncovered;  /* fsmark: kernel watches pinning it */
-	int wd;             /* inotify watch descriptor, -1 otherwise */
-	struct list links;  /* struct link.knode */
 	uint8_t state;      /* enum kw_state */
-	bool excl_unlink;   /* the kernel mark has IN_EXCL_UNLINK */
-	bool dropped;       /* the kernel dropped the mark: never unmark nor park it */
+	bool excl_unlink : 1; /* the kernel mark has IN_EXCL_UNLINK */
+	bool dropped : 1;   /* the kernel dropped the mark: never unmark nor park it */
+	bool marked : 1;    /* has a kernel mark of its own: unmark it when it goes */
+	bool fsmark : 1;    /* the mark of a whole filesystem, pinned by what it covers */
+	bool gone : 1;      /* reconcile: PARKED or DOOMED, found gone */
 	atomic_bool unmark_done; /* UNMARKING: the syscall has returned (read unlocked) */
-	bool marked;        /* has a kernel mark of its own: unmark it when it goes */
-	bool fsmark;        /* the mark of a whole filesystem, pinned by what it covers */
 	uint8_t bflags;     /* struct kkey.bflags */
 	uint8_t keylen;     /* at most KKEY_MAX */
 	unsigned char key[];
 };
-_Static_assert(offsetof(struct kwatch, links) == 64 && offsetof(struct kwatch, key) == 88,
-	       "what routing reads is the last 32 bytes of an inotify kernel watch");
+_Static_assert(offsetof(struct kwatch, key) + sizeof(int) <= 64,
+	       "an inotify kernel watch takes one cache line");
 _Static_assert(KKEY_MAX <= UINT8_MAX, "a key's length fits kwatch.keylen");
+
+/* Kernel watch records with keys of up to this many bytes (inotify's wd) are
+ * recycled through the table's cache. */
+#define KWATCH_CACHED_KEY sizeof(int)
+
+/*
+ * What a kernel watch with a longer key (fanotify's: an fsid, and a file
+ * handle for an object) holds besides, after its key: the filesystem mark
+ * that covers a directory, and the count of directories a filesystem mark
+ * covers.
+ */
+struct kwatch_fs {
+	struct kwatch *cover; /* the fsmark kernel watch this one holds a pin on, or NULL */
+	uint32_t ncovered;    /* fsmark: kernel watches pinning it */
+};
+
+/* Where a record with a key of keylen bytes keeps its struct kwatch_fs. */
+static inline size_t kwatch_fs_offset(size_t keylen)
+{
+	size_t end = offsetof(struct kwatch, key) + keylen;
+
+	return (end + _Alignof(struct kwatch_fs) - 1) & ~(_Alignof(struct kwatch_fs) - 1);
+}
+
+static inline struct kwatch_fs *kwatch_fs_of(struct kwatch *kw)
+{
+	assert(kw->keylen > KWATCH_CACHED_KEY);
+	return (struct kwatch_fs *)(void *)((char *)kw + kwatch_fs_offset(kw->keylen));
+}
+
+/* The filesystem mark covering kw, or NULL. */
+static inline struct kwatch *kwatch_cover(struct kwatch *kw)
+{
+	return kw->keylen > KWATCH_CACHED_KEY ? kwatch_fs_of(kw)->cover : NULL;
+}
+
+/* An inotify kernel watch's wd (its key), -1 for others. */
+static inline int kwatch_wd(const struct kwatch *kw)
+{
+	int wd;
+
+	if (kw->keylen != sizeof(int))
+		return -1;
+	memcpy(&wd, kw->key, sizeof(wd));
+	return wd;
+}
 
 /* Keys of the last drops kept, as many as one flush unmarks (kwatch.c's
  * FLUSH_BATCH): a concurrent remove elsewhere in the handle does not make an
  * add mark twice. */
 #define KWATCH_DROPS_KEPT 64
-
-/* Kernel watch records with keys of up to this many bytes (inotify's wd) are
- * recycled through the table's cache. */
-#define KWATCH_CACHED_KEY 8
 
 struct kwatches {
 	struct keytab by_key; /* by kwatch_tag of the key */

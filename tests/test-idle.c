@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The idle cache: park, revive, evict, with exact syscall counts. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -163,6 +165,59 @@ START_TEST(parked_watch_dropped_by_kernel)
 }
 END_TEST
 
+/*
+ * A parked watch whose IN_IGNORED a full kernel queue dropped: the
+ * reconcile after the overflow finds it gone, from the idle cache, and
+ * frees it without a word to anyone (its wid went with the remove).
+ */
+START_TEST(parked_watch_lost_in_kernel_overflow)
+{
+	struct fsnw *w = test_open(0, 0, 2);
+	char *dir = tmpdir_make();
+	char busy[PATH_MAX], p[PATH_MAX], c;
+	struct ev *evs;
+	int b, wid, n, fd, max_events = 16384;
+	FILE *f = fopen("/proc/sys/fs/inotify/max_queued_events", "r");
+
+	if (f) {
+		ck_assert_int_eq(fscanf(f, "%d", &max_events), 1);
+		fclose(f);
+	}
+	if (test_backend != FSNW_BACKEND_INOTIFY) {
+		/* fanotify has no IN_IGNORED to lose (and no reconcile). */
+		fsnw_close(w);
+		tmpdir_remove(dir);
+		return;
+	}
+	touch(dir, "busy");
+	touch(dir, "parked");
+	b = fsnw_add(w, pjoin(busy, dir, "busy"), FSNW_MODIFY | FSNW_ACCESS, 0);
+	wid = fsnw_add(w, pjoin(p, dir, "parked"), FSNW_ATTRIB, 0);
+	ck_assert_int_gt(b, 0);
+	ck_assert_int_gt(wid, 0);
+	ck_assert_int_eq(fsnw_remove(w, wid), 0);
+	ck_assert_uint_eq(stats_of(w).parked_watches, 1);
+	fd = open(busy, O_RDWR);
+	for (int i = 0; i <= max_events / 2; i++) {
+		ck_assert_int_eq(pwrite(fd, "x", 1, 0), 1);
+		ck_assert_int_eq(pread(fd, &c, 1, 0), 1);
+	}
+	close(fd);
+	ck_assert_int_eq(unlink(p), 0); /* its IN_IGNORED finds the queue full */
+	n = collect_now(w, &evs, 64);
+	ck_assert_int_eq(count_ev(evs, n, 0, FSNW_OVERFLOW, NULL), 1);
+	ck_assert_int_eq(count_ev(evs, n, wid, 0, NULL), 0);
+	ck_assert_uint_eq(stats_of(w).parked_watches, 0);
+	ck_assert_uint_eq(stats_of(w).kernel_watches, 1);
+	ck_assert_uint_eq(stats_of(w).kernel_drops, 1);
+	ck_assert_uint_eq(stats_of(w).logical_watches, 1);
+	ck_assert_int_eq(fsnw_remove(w, b), 0);
+	evs_free(evs);
+	fsnw_close(w);
+	tmpdir_remove(dir);
+}
+END_TEST
+
 START_TEST(tree_parks_its_directories)
 {
 	struct fsnw *w = test_open(0, 0, 16);
@@ -195,6 +250,7 @@ TEST_SUITE(idle)
 	ADD_TEST(s, parked_deliver_nothing);
 	ADD_TEST(s, lru_eviction);
 	ADD_TEST(s, parked_watch_dropped_by_kernel);
+	ADD_TEST(s, parked_watch_lost_in_kernel_overflow);
 	ADD_TEST(s, tree_parks_its_directories);
 	return s;
 }

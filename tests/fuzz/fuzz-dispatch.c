@@ -162,7 +162,7 @@ static int fake_mark(struct fsnw *w, int dirfd, const char *path, uint32_t mask,
 
 static int fake_unmark(struct fsnw *w, const struct kwatch *kw, struct sys_tally *t)
 {
-	int obj = obj_of_wd(kw->wd);
+	int obj = obj_of_wd(kwatch_wd(kw));
 
 	(void)w;
 	t->inotify_rm_watch++;
@@ -170,8 +170,8 @@ static int fake_unmark(struct fsnw *w, const struct kwatch *kw, struct sys_tally
 		return 0; /* dropped first: EINVAL, tolerated */
 	K.o[obj].wd = 0;
 	K.marks--;
-	TRACE("  kernel: unmark wd %d\n", kw->wd);
-	kq_record(kw->wd, IN_IGNORED, 0, NULL, 0);
+	TRACE("  kernel: unmark wd %d\n", kwatch_wd(kw));
+	kq_record(kwatch_wd(kw), IN_IGNORED, 0, NULL, 0);
 	return 0;
 }
 
