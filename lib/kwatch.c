@@ -71,8 +71,6 @@ struct kwatch *kwatch_find_cold(struct kwatches *t, const unsigned char *key, si
 
 static void link_free(struct kwatches *t, struct link *l)
 {
-	strref_put(l->path);
-	l->path = NULL;
 	if (!l->embedded)
 		mem_cache_free(&t->link_cache, l);
 }
@@ -630,7 +628,7 @@ static struct link *link_new(struct kwatches *t, struct watch *lw)
 	/* Zero already: the watch record was zeroed when made, and this is
 	 * its first link. */
 	l = &lw->own;
-	assert(!l->kw && !l->path && !l->embedded);
+	assert(!l->kw && !l->embedded);
 	l->embedded = true;
 	return l;
 }
@@ -722,7 +720,7 @@ void kwatch_batch(bool on)
 /* Attach lw to kw through l: kw existed before this attach, or was just made. */
 static int link_kwatch(struct fsnw *w, struct watch *lw, struct kwatch *kw, bool existed,
 		       struct link *l, int dirfd, const char *path, uint32_t kmask,
-		       uint32_t flags, struct strref *linkpath)
+		       uint32_t flags)
 {
 	struct kwatches *t = &w->kwatches;
 	bool older_events;
@@ -769,7 +767,6 @@ static int link_kwatch(struct fsnw *w, struct watch *lw, struct kwatch *kw, bool
 
 	l->watch = lw;
 	l->kw = kw;
-	l->path = strref_get(linkpath);
 	l->active = !older_events && !batching;
 	list_init(&l->pnode);
 	if (older_events) {
@@ -784,8 +781,7 @@ static int link_kwatch(struct fsnw *w, struct watch *lw, struct kwatch *kw, bool
 }
 
 int kwatch_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int dirfd,
-		const char *path, uint32_t kmask, uint32_t flags, struct strref *linkpath,
-		struct link **out)
+		const char *path, uint32_t kmask, uint32_t flags, struct link **out)
 {
 	struct link *l = link_new(&w->kwatches, lw);
 	struct kwatch *kw;
@@ -808,7 +804,7 @@ int kwatch_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int di
 		return -ENOMEM;
 	}
 	kw->marked = true;
-	ret = link_kwatch(w, lw, kw, existed, l, dirfd, path, kmask, flags, linkpath);
+	ret = link_kwatch(w, lw, kw, existed, l, dirfd, path, kmask, flags);
 	if (ret == 0)
 		*out = l;
 	return ret;
@@ -821,7 +817,7 @@ int kwatch_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int di
  */
 static int link_covered(struct fsnw *w, struct watch *lw, const struct kkey *key,
 			const struct kkey *fskey, int dirfd, const char *path, uint32_t kmask,
-			uint32_t flags, struct strref *linkpath, struct link **out)
+			uint32_t flags, struct link **out)
 {
 	struct kwatches *t = &w->kwatches;
 	struct kwatch *fs = kwatch_find(t, fskey->bytes, fskey->len);
@@ -857,7 +853,7 @@ static int link_covered(struct fsnw *w, struct watch *lw, const struct kkey *key
 		kwatch_fs_of(fs)->ncovered++;
 	}
 	fs->kmask |= kmask;
-	ret = link_kwatch(w, lw, kw, existed, l, dirfd, path, kmask, flags, linkpath);
+	ret = link_kwatch(w, lw, kw, existed, l, dirfd, path, kmask, flags);
 	if (ret == 0)
 		*out = l;
 	return ret;
@@ -887,7 +883,7 @@ static int cover_call(struct fsnw *w, int dirfd, const char *path, uint32_t kmas
 }
 
 int kwatch_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
-		  uint32_t kmask, uint32_t flags, struct strref *linkpath, struct link **out)
+		  uint32_t kmask, uint32_t flags, struct link **out)
 {
 	struct kkey key, fskey;
 	int ret;
@@ -895,13 +891,13 @@ int kwatch_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
 	/* A backend that cannot cover this directory has it marked instead. */
 	if ((flags & FSNW_WATCH_TREE) && w->be->cover &&
 	    cover_call(w, dirfd, path, kmask, flags, &key, &fskey) == 0)
-		return link_covered(w, lw, &key, &fskey, dirfd, path, kmask, flags, linkpath, out);
+		return link_covered(w, lw, &key, &fskey, dirfd, path, kmask, flags, out);
 	struct kmark_call mc = { .t0 = stats_start(w) };
 
 	ret = kwatch_mark(w, dirfd, path, kmask, flags, &mc);
 	if (ret < 0)
 		return ret;
-	return kwatch_link(w, lw, &mc.key, dirfd, path, kmask, flags, linkpath, out);
+	return kwatch_link(w, lw, &mc.key, dirfd, path, kmask, flags, out);
 }
 
 int kwatch_fs_hold(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,

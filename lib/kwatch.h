@@ -347,16 +347,16 @@ void kwatch_mark_early_stale(struct fsnw *w, struct kmark_call *mc);
 /*
  * The two halves of an attach, for callers that time the mark themselves
  * (mc). kwatch_mark makes the kernel call (one syscall; an object already
- * watched gets no new mark), or takes the result of the early one. kwatch_link then
- * attaches lw to the kernel watch of key, reporting linkpath; if it fails, a
- * mark that created no kernel watch of ours is undone. kwatch_unmark_new
- * undoes such a mark when the caller fails between the two.
+ * watched gets no new mark), or takes the result of the early one.
+ * kwatch_link then attaches lw to the kernel watch of key (its events
+ * report lw's path); if it fails, a mark that created no kernel watch of
+ * ours is undone. kwatch_unmark_new undoes such a mark when the caller
+ * fails between the two.
  */
 int kwatch_mark(struct fsnw *w, int dirfd, const char *path, uint32_t kmask, uint32_t flags,
 		struct kmark_call *mc);
 int kwatch_link(struct fsnw *w, struct watch *lw, const struct kkey *key, int dirfd,
-		const char *path, uint32_t kmask, uint32_t flags, struct strref *linkpath,
-		struct link **out);
+		const char *path, uint32_t kmask, uint32_t flags, struct link **out);
 FSNW_COLD void kwatch_unmark_new(struct fsnw *w, const struct kkey *key);
 
 /*
@@ -366,7 +366,7 @@ FSNW_COLD void kwatch_unmark_new(struct fsnw *w, const struct kkey *key);
  * changed. The link may be pending (see the top).
  */
 int kwatch_attach(struct fsnw *w, struct watch *lw, int dirfd, const char *path,
-		  uint32_t kmask, uint32_t flags, struct strref *linkpath, struct link **out);
+		  uint32_t kmask, uint32_t flags, struct link **out);
 
 /*
  * A hold on the filesystem mark of the directory at path, without a kernel

@@ -74,7 +74,7 @@ static unsigned fan_out(struct fsnw *w, struct kwatch *kw, const struct kevent *
 		wanted = mask & (FSNW_ALL_EVENTS | FSNW_UNMOUNT);
 		if (!lw->tree && !(wanted && (lw->flags & FSNW_WATCH_ONESHOT))) {
 			if (wanted) {
-				queue_defer(w->q, &lw->qo, l->path, mask, ev->cookie, ev->name,
+				queue_defer(w->q, &lw->qo, lw->path, mask, ev->cookie, ev->name,
 					    ev->namelen);
 				pushes++;
 			}
@@ -100,7 +100,7 @@ static unsigned fan_out(struct fsnw *w, struct kwatch *kw, const struct kevent *
 				watches_dropped(w, lw);
 			continue;
 		}
-		queue_push(w->q, &lw->qo, l->path, mask, ev->cookie, ev->name, ev->namelen, 0);
+		queue_push(w->q, &lw->qo, lw->path, mask, ev->cookie, ev->name, ev->namelen, 0);
 		pushes++;
 		watches_oneshot_fired(w, lw);
 	}
@@ -396,7 +396,7 @@ static void open_lane(struct route_lane *lane, struct kwatch *kw, struct link *l
 	else
 		lane->kw = kw;
 	lane->owner = &lw->qo;
-	lane->path = tpath ? tpath : l->path;
+	lane->path = tpath ? tpath : lw->path;
 	lane->pass = lw->mask | FSNW_ISDIR | FSNW_UNMOUNT;
 }
 

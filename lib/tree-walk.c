@@ -294,7 +294,7 @@ static int attach_fd(struct fsnw *w, struct tree *t, int fd, struct link **l)
 	char proc[PROCFD_MAX];
 
 	procfd_path(&w->trees.procfd, &w->st.sys_other, fd, proc);
-	return kwatch_attach(w, t->lw, AT_FDCWD, proc, t->kmask, walk_flags(t), t->lw->path, l);
+	return kwatch_attach(w, t->lw, AT_FDCWD, proc, t->kmask, walk_flags(t), l);
 }
 
 /* l is d's watch from now on, its events unread included. */
@@ -326,7 +326,7 @@ static struct link *watch_by_path(struct fsnw *w, struct tree *t, struct tdir *d
 	if (w->be->cover || d == t->root || !d->ino_known || d->tries || d->starved ||
 	    tdir_real_path_into(d, path, sizeof(path)) < 0)
 		return NULL;
-	if (kwatch_attach(w, t->lw, AT_FDCWD, path, t->kmask, flags, t->lw->path, &l) < 0)
+	if (kwatch_attach(w, t->lw, AT_FDCWD, path, t->kmask, flags, &l) < 0)
 		return NULL; /* gone, or not a directory: the descriptor tells */
 	if (l->origin == LINK_SHARED) {
 		kwatch_undo(w, l); /* whose it is, the descriptor tells */

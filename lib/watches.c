@@ -218,7 +218,7 @@ static int add_plain(struct fsnw *w, const char *path, size_t len, uint32_t mask
 		kwatch_unmark_new(w, &mc->key);
 		return -ENOMEM;
 	}
-	ret = kwatch_link(w, lw, &mc->key, AT_FDCWD, path, mask, flags, lw->path, &l);
+	ret = kwatch_link(w, lw, &mc->key, AT_FDCWD, path, mask, flags, &l);
 	if (unlikely(ret < 0)) {
 		watch_release(w, lw);
 		return ret;

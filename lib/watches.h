@@ -49,9 +49,11 @@ struct link {
 	uint8_t origin;      /* enum link_origin: how the attach found its kernel watch */
 	bool embedded;       /* the watch's own link (plain watches): not freed alone */
 	struct kwatch *kw;
-	struct strref *path; /* reported as fsnw_event.path (a tree renames it) */
 	struct list pnode;   /* in the table's pending list while pending */
 };
+/* 64 bytes: a link slab's records lie one to a cache line. A plain watch's
+ * events report its path (watch.path); a tree's, its directories'. */
+_Static_assert(sizeof(struct link) == 64, "a link takes one cache line");
 
 enum link_origin {
 	LINK_NEW,     /* the attach created the kernel watch */
