@@ -370,6 +370,32 @@ int find_ev(const struct ev *evs, int n, int from, int wid, uint32_t mask, const
 	return -1;
 }
 
+int kernel_queue_max(bool fanotify)
+{
+	FILE *f = fopen(fanotify ? "/proc/sys/fs/fanotify/max_queued_events" :
+				   "/proc/sys/fs/inotify/max_queued_events", "r");
+	int max = 16384;
+
+	if (f) {
+		ck_assert_int_eq(fscanf(f, "%d", &max), 1);
+		fclose(f);
+	}
+	return max;
+}
+
+void modify_access(const char *path, int times)
+{
+	int fd = open(path, O_RDWR);
+	char c;
+
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < times; i++) {
+		ck_assert_int_eq(pwrite(fd, "x", 1, 0), 1);
+		ck_assert_int_eq(pread(fd, &c, 1, 0), 1);
+	}
+	close(fd);
+}
+
 int find_ev_at(const struct ev *evs, int n, int wid, uint32_t mask, const char *dir,
 	       const char *name)
 {

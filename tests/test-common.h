@@ -137,6 +137,12 @@ void evs_free(struct ev *evs);
 int find_ev(const struct ev *evs, int n, int from, int wid, uint32_t mask, const char *name);
 /* Index of the first event of wid with all of mask in directory dir about
  * name (NULL: an event with no name), or -1. */
+/* The kernel's max_queued_events for the backend (fanotify's or
+ * inotify's), 16384 where the sysctl cannot be read. */
+int kernel_queue_max(bool fanotify);
+/* times pwrite+pread pairs on the file at path: a MODIFY and an ACCESS
+ * each, which the kernel does not merge, to fill an inotify queue. */
+void modify_access(const char *path, int times);
 int find_ev_at(const struct ev *evs, int n, int wid, uint32_t mask, const char *dir,
 	       const char *name);
 /* How many events match. */

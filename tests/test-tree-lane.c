@@ -39,6 +39,17 @@ static void warm(struct fsnw *w, int wid, const char *const *dirs, int ndirs)
 		writes_at(w, wid, dirs, ndirs, "warm");
 }
 
+/* A tree watch on root with mask, its lane's answers warmed for dirs. */
+static int add_warm(struct fsnw *w, const char *root, uint32_t mask, const char *const *dirs,
+		    int ndirs)
+{
+	int wid = fsnw_add(w, root, mask, FSNW_WATCH_TREE);
+
+	ck_assert_int_gt(wid, 0);
+	warm(w, wid, dirs, ndirs);
+	return wid;
+}
+
 /* Remove wid and read what the remove left (its FSNW_IGNORED). */
 static void remove_read(struct fsnw *w, int wid)
 {
@@ -70,9 +81,7 @@ START_TEST(parent_renamed)
 	pjoin(c, dir, "c");
 	pjoin(a2, dir, "a-renamed-to-a-name-longer-by-far-than-the-one-it-had");
 	pjoin(a2b, a2, "b");
-	wid = fsnw_add(w, dir, FSNW_CLOSE_WRITE | FSNW_CREATE | FSNW_MOVE, FSNW_WATCH_TREE);
-	ck_assert_int_gt(wid, 0);
-	warm(w, wid, before, 3);
+	wid = add_warm(w, dir, FSNW_CLOSE_WRITE | FSNW_CREATE | FSNW_MOVE, before, 3);
 	ck_assert_int_eq(rename(a, a2), 0);
 	n = collect_now(w, &evs, 16);
 	ck_assert_int_ge(find_ev_at(evs, n, wid, FSNW_MOVED_FROM | FSNW_ISDIR, dir, "a"), 0);
@@ -101,9 +110,7 @@ START_TEST(plain_watch_joins)
 	make_dir(dir, "c");
 	pjoin(a, dir, "a");
 	pjoin(c, dir, "c");
-	wid = fsnw_add(w, dir, FSNW_CLOSE_WRITE, FSNW_WATCH_TREE);
-	ck_assert_int_gt(wid, 0);
-	warm(w, wid, dirs, 2);
+	wid = add_warm(w, dir, FSNW_CLOSE_WRITE, dirs, 2);
 	pwid = fsnw_add(w, a, FSNW_CLOSE_WRITE, 0);
 	ck_assert_int_gt(pwid, 0);
 	for (int r = 0; r < WARM_ROUNDS; r++) {
@@ -144,9 +151,7 @@ START_TEST(tree_added_again)
 	make_dir(dir, "c");
 	pjoin(ab, a, "b");
 	pjoin(c, dir, "c");
-	wid = fsnw_add(w, dir, FSNW_CLOSE_WRITE, FSNW_WATCH_TREE);
-	ck_assert_int_gt(wid, 0);
-	warm(w, wid, dirs, 3);
+	wid = add_warm(w, dir, FSNW_CLOSE_WRITE, dirs, 3);
 	remove_read(w, wid);
 	wid = fsnw_add(w, dir, FSNW_CLOSE_WRITE, FSNW_WATCH_TREE);
 	ck_assert_int_gt(wid, 0);
@@ -181,9 +186,7 @@ START_TEST(dir_made_again)
 	make_dir(dir, "c");
 	pjoin(a, dir, "a");
 	pjoin(c, dir, "c");
-	wid = fsnw_add(w, dir, FSNW_CLOSE_WRITE | FSNW_CREATE | FSNW_DELETE, FSNW_WATCH_TREE);
-	ck_assert_int_gt(wid, 0);
-	warm(w, wid, dirs, 2);
+	wid = add_warm(w, dir, FSNW_CLOSE_WRITE | FSNW_CREATE | FSNW_DELETE, dirs, 2);
 	ck_assert_int_eq(unlink(pjoin(f, a, "warm")), 0);
 	ck_assert_int_eq(rmdir(a), 0);
 	make_dir(dir, "a");
@@ -222,9 +225,7 @@ START_TEST(paths_outlive_remove)
 	pjoin(a, dir, "a");
 	pjoin(c, dir, "c");
 	pjoin(y, x, "y");
-	wid = fsnw_add(w, dir, FSNW_CLOSE_WRITE, FSNW_WATCH_TREE);
-	ck_assert_int_gt(wid, 0);
-	warm(w, wid, dirs, 2);
+	wid = add_warm(w, dir, FSNW_CLOSE_WRITE, dirs, 2);
 	write_bytes(c, "held", "x");
 	write_bytes(a, "held", "x");
 	n = fsnw_read(w, evs, 16, 0);
@@ -265,9 +266,7 @@ START_TEST(answers_grow)
 		make_dir(dir, name);
 		dirs[i] = pjoin(paths[i], dir, name);
 	}
-	wid = fsnw_add(w, dir, FSNW_CLOSE_WRITE | FSNW_CREATE, FSNW_WATCH_TREE);
-	ck_assert_int_gt(wid, 0);
-	warm(w, wid, dirs, GROW_DIRS);
+	wid = add_warm(w, dir, FSNW_CLOSE_WRITE | FSNW_CREATE, dirs, GROW_DIRS);
 	for (int i = GROW_DIRS; i < 3 * GROW_DIRS; i++) {
 		snprintf(name, sizeof(name), "d%d", i);
 		make_dir(dir, name);
